@@ -1,0 +1,57 @@
+"""Row comparisons that say where they differ, and how far past 2**31 that row starts."""
+
+import torch
+
+TOLERANCES = {
+    torch.float32: dict(rtol=1e-5, atol=1e-5),
+    torch.float16: dict(rtol=1e-3, atol=1e-3),
+    torch.bfloat16: dict(rtol=1e-2, atol=1e-2),
+    torch.float64: dict(rtol=1e-9, atol=1e-9),
+}
+
+
+class RowMismatch(AssertionError):
+    pass
+
+
+def row_position(row, row_stride):
+    """Where ``row`` starts relative to 2**31, e.g. '2**31 + 8257536' or '2**31 - 1024'."""
+    if row is None or row_stride is None:
+        return ""
+    delta = row * row_stride - 2**31
+    sign = "+" if delta >= 0 else "-"
+    return f" (row {row} starts at element 2**31 {sign} {abs(delta)})"
+
+
+def assert_rows_equal(actual, expected, what, row=None, row_stride=None):
+    """Exact equality, for ids, masks, and outputs that must match bit for bit."""
+    actual, expected = actual.cpu(), expected.cpu()
+    if actual.shape != expected.shape:
+        raise RowMismatch(f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}")
+    same = (actual == expected) | (_isnan(actual) & _isnan(expected))
+    if not bool(same.all()):
+        raise RowMismatch(_describe(what, ~same, actual, expected, row, row_stride))
+
+
+def assert_rows_close(actual, expected, what, dtype=None, row=None, row_stride=None):
+    """Closeness with tolerances for ``dtype`` (the input's precision); NaN only matches NaN."""
+    tolerance = TOLERANCES[dtype or expected.dtype]
+    actual, expected = actual.cpu().double(), expected.cpu().double()
+    if actual.shape != expected.shape:
+        raise RowMismatch(f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}")
+    close = torch.isclose(actual, expected, equal_nan=True, **tolerance)
+    if not bool(close.all()):
+        raise RowMismatch(_describe(what, ~close, actual, expected, row, row_stride))
+
+
+def _isnan(tensor):
+    return tensor.isnan() if tensor.is_floating_point() else torch.zeros_like(tensor, dtype=torch.bool)
+
+
+def _describe(what, bad, actual, expected, row, row_stride):
+    where = bad.nonzero().tolist()
+    first = where[:4]
+    shown = ", ".join(f"{tuple(i)}: {actual[tuple(i)].item()} != {expected[tuple(i)].item()}"
+                      for i in first)
+    return (f"{what}: {len(where)} of {bad.numel()} differ{row_position(row, row_stride)}; "
+            f"first: {shown}")

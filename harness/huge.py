@@ -1,0 +1,92 @@
+"""Geometry of a huge case: which rows wrap an i32 offset, where the wrap lands, what to check.
+
+For a row stride ``s``, row ``r`` starts at element ``P = r * s``. An i32 product wraps once
+``P >= 2**31``:
+
+* ``P`` in ``[2**31, 2**32)`` ("negative"): the offset turns negative, so the access lands before
+  the tensor (an illegal memory access on a GPU, a segfault in the interpreter);
+* ``P`` in ``[2**32, 2**32 + 2**31)`` ("aliased"): the offset wraps to ``P - 2**32``, inside
+  the tensor, and the kernel silently reads or writes an earlier row.
+
+A ``HugeLayout`` names the rows a case plants with a copy of row 0 (``check_rows``), the rows a
+wrap from those rows lands on (``poison_rows``, filled with other data so that a wrong read
+shows), and asserts that the case really crosses the boundary it claims.
+"""
+
+from dataclasses import dataclass
+
+INT32_MAX = 2**31 - 1
+SPAN = 2**32
+
+
+def first_wrapping_row(row_stride):
+    return -(-2**31 // row_stride)
+
+
+def wrapped_offset(row, row_stride):
+    """The element offset an i32 ``row * row_stride`` really produces."""
+    return (row * row_stride + 2**31) % SPAN - 2**31
+
+
+def landing_row(row, row_stride, rows):
+    """The row a wrapped offset of ``row`` points into, or None when it lands outside."""
+    offset = wrapped_offset(row, row_stride)
+    if offset < 0:
+        return None
+    landed = offset // row_stride
+    return landed if landed < rows else None
+
+
+@dataclass(frozen=True)
+class HugeLayout:
+    mode: str  # "negative" or "aliased"
+    rows: int
+    vocab: int
+    row_stride: int
+    check_rows: tuple
+    poison_rows: tuple
+
+    @property
+    def shape(self):
+        return (self.rows, self.vocab)
+
+    @property
+    def elements(self):
+        return (self.rows - 1) * self.row_stride + self.vocab
+
+    def describe(self):
+        boundary, name = (2**31, "2**31") if self.mode == "negative" else (SPAN, "2**32")
+        parts = [f"row {row} starts at {name} + {row * self.row_stride - boundary}"
+                 for row in self.check_rows]
+        return (f"{self.mode}: [{self.rows}, {self.vocab}] stride {self.row_stride}; "
+                + "; ".join(parts))
+
+
+def huge_layout(mode, vocab, extra_rows=64, row_stride=None):
+    """The smallest ``[rows, vocab]`` whose last ``extra_rows`` rows wrap in ``mode``.
+
+    Checked rows are the first row past the boundary (unless it lands on row 0, where a wrong
+    read would look right) and the last row.
+    """
+    stride = row_stride or vocab
+    if stride < vocab:
+        raise ValueError(f"row stride {stride} < vocab {vocab}")
+    if stride > INT32_MAX:
+        raise ValueError(f"row stride {stride} >= 2**31 would be typed i64 and hide the bug")
+    boundary = {"negative": 2**31, "aliased": SPAN}.get(mode)
+    if boundary is None:
+        raise ValueError(f"mode must be 'negative' or 'aliased'; got {mode!r}")
+    first = -(-boundary // stride)
+    rows = first + extra_rows
+    last = rows - 1
+    for row in (first, last):
+        offset = row * stride
+        if not boundary <= offset < boundary + 2**31:
+            raise ValueError(f"{mode} layout for stride {stride}: row {row} offset {offset} "
+                             "does not land in the intended range")
+    candidates = [first, last] if first != last else [last]
+    check = tuple(r for r in candidates if landing_row(r, stride, rows) not in (0, ))
+    poison = tuple(sorted({landing_row(r, stride, rows) for r in check} - {None}))
+    if set(poison) & set(check):
+        raise ValueError(f"{mode} layout: a checked row's wrap lands on a checked row")
+    return HugeLayout(mode, rows, vocab, stride, check, poison)

@@ -1,0 +1,164 @@
+"""Hooks into Triton's CPU interpreter (``TRITON_INTERPRET=1``) for huge cases without a GPU.
+
+The interpreter runs program ids and int arguments as numpy int32, so an i32 product wraps
+exactly as on a GPU. Two hooks make a huge case cheap and its failure precise:
+
+* ``only_programs(ids)``: a launch runs only the listed axis-0 program ids (the rows a case
+  checks), while ``tl.num_programs(0)`` still reports the real grid. A launch over 2**15 rows
+  then costs a handful of rows.
+* ``int32_wrap_checked()``: every signed i32 add, sub and mul is recomputed in i64; a result
+  outside i32 raises ``Int32WrapError`` naming the kernel's file:line and the operands, instead
+  of a silent wrong row or a segfault. Unsigned arithmetic (Philox counters) wraps as intended.
+
+Both patch interpreter internals, so they are pinned to the Triton versions they are tested on.
+"""
+
+import contextlib
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from harness.twin import TWIN_ORIGINS
+
+SUPPORTED_TRITON = ("3.6.", )
+_TRITON_DIR = None
+
+
+class Int32WrapError(ArithmeticError):
+    """A signed 32-bit integer operation in an interpreted kernel left the int32 range."""
+
+    def __init__(self, message, location):
+        super().__init__(message)
+        self.location = location
+
+
+def require_supported_triton():
+    import triton
+    if not triton.__version__.startswith(SUPPORTED_TRITON):
+        raise RuntimeError(f"harness.interp hooks are tested on Triton {SUPPORTED_TRITON}; this is "
+                           f"Triton {triton.__version__}")
+
+
+def interpreter_active():
+    import triton
+    return bool(triton.knobs.runtime.interpret)
+
+
+@contextlib.contextmanager
+def only_programs(axis0_ids):
+    """Run only these axis-0 program ids in every interpreted launch inside the block."""
+    require_supported_triton()
+    from triton.runtime import interpreter
+
+    ids = sorted({int(i) for i in axis0_ids})
+    if not ids or ids[0] < 0:
+        raise ValueError(f"program ids must be non-negative and not empty; got {ids[:4]}")
+    real_grid = {}
+    original_call = interpreter.GridExecutor.__call__
+    builder = interpreter.InterpreterBuilder
+    original_pid = builder.create_get_program_id
+    original_nprog = builder.create_get_num_programs
+
+    def call(executor, *args, **kwargs):
+        grid = executor.grid
+
+        def selected(meta):
+            full = tuple(grid(meta) if callable(grid) else grid)
+            full = full + (1, ) * (3 - len(full))
+            if ids[-1] >= full[0]:
+                raise ValueError(f"program id {ids[-1]} is outside the launch grid {full}")
+            real_grid["dims"] = full
+            return (len(ids), full[1], full[2])
+
+        executor.grid = selected
+        try:
+            return original_call(executor, *args, **kwargs)
+        finally:
+            executor.grid = grid
+
+    def program_id(self, axis):
+        handle = original_pid(self, axis)
+        if axis == 0:
+            handle.data = np.array([ids[self.grid_idx[0]]], dtype=np.int32)
+        return handle
+
+    def num_programs(self, axis):
+        handle = original_nprog(self, axis)
+        if axis == 0:
+            handle.data = np.array([real_grid["dims"][0]], dtype=np.int32)
+        return handle
+
+    interpreter.GridExecutor.__call__ = call
+    builder.create_get_program_id = program_id
+    builder.create_get_num_programs = num_programs
+    try:
+        yield
+    finally:
+        interpreter.GridExecutor.__call__ = original_call
+        builder.create_get_program_id = original_pid
+        builder.create_get_num_programs = original_nprog
+
+
+@contextlib.contextmanager
+def int32_wrap_checked():
+    """Raise ``Int32WrapError`` at the first signed i32 add/sub/mul that wraps inside the block."""
+    require_supported_triton()
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    originals = {name: getattr(builder, name) for name in ("create_add", "create_sub", "create_mul")}
+    symbols = {"create_add": ("+", np.add), "create_sub": ("-", np.subtract),
+               "create_mul": ("*", np.multiply)}
+
+    def checked(name):
+        symbol, op = symbols[name]
+        original = originals[name]
+
+        def run(self, lhs, rhs):
+            if lhs.data.dtype == np.int32 and rhs.data.dtype == np.int32:
+                exact = op(lhs.data.astype(np.int64), rhs.data.astype(np.int64))
+                outside = (exact > np.iinfo(np.int32).max) | (exact < np.iinfo(np.int32).min)
+                if np.any(outside):
+                    at = np.flatnonzero(np.broadcast_to(outside, exact.shape))[0]
+                    a = np.broadcast_to(lhs.data, exact.shape).flat[at]
+                    b = np.broadcast_to(rhs.data, exact.shape).flat[at]
+                    location = kernel_location()
+                    raise Int32WrapError(
+                        f"{location}: int32 {symbol} wraps: {a} {symbol} {b} = {exact.flat[at]} "
+                        f"(int32 range ends at 2**31 - 1 = 2147483647)", location)
+            return original(self, lhs, rhs)
+
+        return run
+
+    for name in originals:
+        setattr(builder, name, checked(name))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(builder, name, original)
+
+
+def kernel_location():
+    """``file:line in function`` of the innermost frame outside Triton and this module."""
+    global _TRITON_DIR
+    if _TRITON_DIR is None:
+        import triton
+        _TRITON_DIR = str(Path(triton.__file__).parent)
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_TRITON_DIR) and filename != __file__:
+            origin = TWIN_ORIGINS.get(filename)
+            twin_note = f" (int32 twin of {origin})" if origin else ""
+            return f"{filename}:{frame.f_lineno} in {frame.f_code.co_name}{twin_note}"
+        frame = frame.f_back
+    return "<unknown kernel location>"
+
+
+def unwrap_interpreter_error(error):
+    """The exception a kernel raised inside the interpreter, through InterpreterError."""
+    while error.__cause__ is not None and type(error).__name__ == "InterpreterError":
+        error = error.__cause__
+    return error

@@ -1,0 +1,1 @@
+"""int64-safe Triton sampling kernels; each module pairs with ``reference/<same name>.py``."""

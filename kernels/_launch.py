@@ -1,0 +1,66 @@
+"""Input checks and grid sizing shared by the launchers.
+
+Every check raises ``ValueError`` naming the argument and the offending value, so that a bad
+argument stops on the host instead of reaching the GPU as an illegal memory access.
+"""
+
+import functools
+
+import torch
+
+
+def check_logits(logits, name, dtypes):
+    if not isinstance(logits, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor; got {type(logits).__name__}")
+    if logits.dtype not in dtypes:
+        raise ValueError(f"{name} must have dtype in {_names(dtypes)}; got {logits.dtype}")
+    if logits.dim() != 2:
+        raise ValueError(f"{name} must be 2-D [rows, vocab]; got shape {tuple(logits.shape)}")
+    if logits.size(1) > 1 and logits.stride(1) != 1:
+        raise ValueError(f"{name} must have a contiguous vocab dimension; got strides "
+                         f"{tuple(logits.stride())}")
+    if logits.size(0) > 1 and logits.stride(0) < logits.size(1):
+        raise ValueError(f"{name} rows overlap: row stride {logits.stride(0)} < vocab size "
+                         f"{logits.size(1)}")
+
+
+def check_row_vector(values, name, n_rows, device, dtypes):
+    if not isinstance(values, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor; got {type(values).__name__}")
+    if values.dtype not in dtypes:
+        raise ValueError(f"{name} must have dtype in {_names(dtypes)}; got {values.dtype}")
+    if tuple(values.shape) != (n_rows, ):
+        raise ValueError(f"{name} must have shape ({n_rows},); got {tuple(values.shape)}")
+    if values.device != device:
+        raise ValueError(f"{name} is on {values.device} but logits are on {device}")
+    if n_rows > 1 and values.stride(0) != 1:
+        raise ValueError(f"{name} must be contiguous; got stride {values.stride(0)}")
+
+
+def check_index_range(indices, name, upper):
+    """Every entry of ``indices`` must lie in [0, upper)."""
+    if indices.numel() == 0:
+        return
+    bad = (indices < 0) | (indices >= upper)
+    if bool(bad.any()):
+        raise ValueError(f"{name} must lie in [0, {upper}); got {int(indices[bad][0])}")
+
+
+def persistent_programs(device, n_rows, requested):
+    """Programs of a persistent grid: ``requested``, or enough to fill the device."""
+    if requested is not None:
+        if not isinstance(requested, int) or requested < 1:
+            raise ValueError(f"num_programs must be a positive int; got {requested!r}")
+        return min(requested, n_rows)
+    if device.type == "cuda":
+        return min(n_rows, 4 * _multiprocessors(device.index or 0))
+    return min(n_rows, 3)
+
+
+@functools.cache
+def _multiprocessors(index):
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def _names(dtypes):
+    return "(" + ", ".join(str(d).removeprefix("torch.") for d in dtypes) + ")"
