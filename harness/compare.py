@@ -15,12 +15,14 @@ class RowMismatch(AssertionError):
 
 
 def row_position(row, row_stride):
-    """Where ``row`` starts relative to 2**31, e.g. '2**31 + 8257536' or '2**31 - 1024'."""
+    """Where ``row`` starts relative to 2**31 (or 2**32 past it), e.g. '2**31 + 8257536'."""
     if row is None or row_stride is None:
         return ""
-    delta = row * row_stride - 2**31
+    start = row * row_stride
+    boundary, name = (2**32, "2**32") if start >= 2**32 else (2**31, "2**31")
+    delta = start - boundary
     sign = "+" if delta >= 0 else "-"
-    return f" (row {row} starts at element 2**31 {sign} {abs(delta)})"
+    return f" (row {row} starts at element {name} {sign} {abs(delta)})"
 
 
 def assert_rows_equal(actual, expected, what, row=None, row_stride=None):

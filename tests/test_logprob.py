@@ -1,0 +1,128 @@
+"""``kernels.logprob`` against its float64 reference, and its input validation."""
+
+import pytest
+import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import reference.logprob as reference
+from harness.compare import assert_rows_close, assert_rows_equal
+from kernels.logprob import compute_token_logprobs, compute_token_ranks
+from tests.strategies import LogitsSpec, build_logits, logits_specs
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+@st.composite
+def logprob_cases(draw):
+    spec = draw(logits_specs(dtypes=DTYPES))
+    num_ids = draw(st.integers(1, 8))
+    id_seed = draw(st.integers(0, 2**31 - 1))
+    return spec, num_ids, id_seed
+
+
+def _ids(spec, num_ids, id_seed, device):
+    generator = torch.Generator().manual_seed(id_seed)
+    ids = torch.randint(0, spec.vocab, (spec.rows, num_ids), generator=generator)
+    return ids.to(device)
+
+
+@pytest.mark.correctness
+@pytest.mark.covers(kernel="compute_token_logprobs", detector="correctness")
+@given(case=logprob_cases())
+@example(case=(LogitsSpec(1, 1, 0, "normal", 0), 1, 0))
+@example(case=(LogitsSpec(3, 8193, 37, "some -inf", 1, torch.bfloat16), 8, 1))
+@example(case=(LogitsSpec(2, 1000, 0, "all -inf rows", 2), 3, 2))
+def test_logprobs_match_reference(case, device):
+    """Log-softmax at the chosen ids matches float64 within the input dtype's tolerance."""
+    spec, num_ids, id_seed = case
+    logits = build_logits(spec, device)
+    ids = _ids(spec, num_ids, id_seed, device)
+    expected = reference.compute_token_logprobs(logits.cpu(), ids.cpu())
+    assert_rows_close(compute_token_logprobs(logits, ids), expected, "logprobs", spec.dtype)
+
+
+@pytest.mark.correctness
+@pytest.mark.covers(kernel="compute_token_ranks", detector="correctness")
+@given(case=logprob_cases())
+@example(case=(LogitsSpec(2, 4097, 0, "ties", 3), 1, 3))
+@example(case=(LogitsSpec(2, 100, 1, "some -inf", 4, torch.float16), 1, 4))
+def test_ranks_match_reference(case, device):
+    """Ranks (entries >= the token's logit) equal the reference exactly, ties included."""
+    spec, _, id_seed = case
+    logits = build_logits(spec, device)
+    ids = _ids(spec, 1, id_seed, device)[:, 0]
+    expected = reference.compute_token_ranks(logits.cpu(), ids.cpu())
+    assert_rows_equal(compute_token_ranks(logits, ids), expected, "ranks")
+
+
+@pytest.mark.correctness
+@pytest.mark.covers(kernel="compute_token_logprobs", detector="row-0 copy")
+@pytest.mark.covers(kernel="compute_token_ranks", detector="row-0 copy")
+@given(case=logprob_cases())
+def test_copied_row_matches_row_zero(case, device):
+    """Row 0 and its ids copied into the last row give the last row row 0's outputs, exactly."""
+    spec, num_ids, id_seed = case
+    spec = LogitsSpec(max(spec.rows, 2), spec.vocab, spec.row_padding, spec.kind, spec.seed,
+                      spec.dtype)
+    logits = build_logits(spec, device)
+    ids = _ids(spec, num_ids, id_seed, device)
+    logits[-1], ids[-1] = logits[0], ids[0]
+    logprobs = compute_token_logprobs(logits, ids)
+    assert_rows_equal(logprobs[-1], logprobs[0], "logprobs, last row against row 0")
+    ranks = compute_token_ranks(logits, ids[:, 0])
+    assert_rows_equal(ranks[-1], ranks[0], "ranks, last row against row 0")
+
+
+def test_rank_conventions(device):
+    """Largest entry ranks 1, ties share the worse rank, -inf ranks V, NaN ranks 0."""
+    logits = torch.tensor([[1.0, 5.0, 3.0, 3.0, float("-inf"), float("nan")]] * 5, device=device)
+    ids = torch.tensor([1, 2, 3, 4, 5], device=device)
+    assert compute_token_ranks(logits, ids).cpu().tolist() == [1, 3, 3, 5, 0]
+
+
+def _valid(device):
+    return torch.zeros(2, 8, device=device), torch.zeros(2, 3, dtype=torch.int64, device=device)
+
+
+BAD_ARGUMENTS = {
+    "int logits": (lambda l, i: (l.int(), i), "dtype"),
+    "fp64 logits": (lambda l, i: (l.double(), i), "dtype"),
+    "3-D logits": (lambda l, i: (l[None], i), "2-D"),
+    "strided vocab": (lambda l, i: (torch.zeros(2, 16, device=l.device)[:, ::2], i), "contiguous"),
+    "float ids": (lambda l, i: (l, i.float()), "int32 or int64"),
+    "ids wrong rows": (lambda l, i: (l, i[:1]), "shape"),
+    "ids 1-D": (lambda l, i: (l, i[:, 0]), "shape"),
+    "id negative": (lambda l, i: (l, i - 1), r"\[0, 8\); got -1"),
+    "id past vocab": (lambda l, i: (l, i + 8), r"\[0, 8\); got 8"),
+    "ids on another device": (lambda l, i: (l, i.to("meta")), "is on"),
+}
+
+
+@pytest.mark.validation
+@pytest.mark.covers(kernel="compute_token_logprobs", detector="validation")
+@pytest.mark.parametrize("name", sorted(BAD_ARGUMENTS))
+def test_logprobs_bad_argument_raises(name, device):
+    """Each bad argument raises ValueError naming it, before any launch."""
+    change, message = BAD_ARGUMENTS[name]
+    with pytest.raises(ValueError, match=message):
+        compute_token_logprobs(*change(*_valid(device)))
+
+
+@pytest.mark.validation
+@pytest.mark.covers(kernel="compute_token_ranks", detector="validation")
+@pytest.mark.parametrize("ids, message", [
+    (lambda d: torch.tensor([0, 8], device=d), r"\[0, 8\); got 8"),
+    (lambda d: torch.tensor([-1, 0], device=d), r"\[0, 8\); got -1"),
+    (lambda d: torch.zeros(2, 1, dtype=torch.int64, device=d), "shape"),
+    (lambda d: torch.zeros(3, dtype=torch.int64, device=d), "shape"),
+], ids=["past vocab", "negative", "2-D", "wrong rows"])
+def test_ranks_bad_argument_raises(ids, message, device):
+    with pytest.raises(ValueError, match=message):
+        compute_token_ranks(torch.zeros(2, 8, device=device), ids(device))
+
+
+def test_empty_inputs(device):
+    logits = torch.zeros(0, 8, device=device)
+    assert compute_token_logprobs(logits, torch.zeros(0, 2, dtype=torch.int64, device=device)).shape == (0, 2)
+    assert compute_token_ranks(logits, torch.zeros(0, dtype=torch.int64, device=device)).shape == (0, )

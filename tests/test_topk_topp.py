@@ -1,0 +1,127 @@
+"""``kernels.topk_topp`` against its float64 reference, and its input validation."""
+
+import pytest
+import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import reference.topk_topp as reference
+from kernels.topk_topp import SCRATCH, apply_top_k_top_p
+from tests.strategies import LogitsSpec, build_logits, logits_specs, top_k_values, top_p_values
+
+KERNEL = "apply_top_k_top_p"
+
+
+@st.composite
+def top_k_top_p_cases(draw):
+    spec = draw(logits_specs())
+    k = draw(st.none() | st.lists(top_k_values(spec.vocab), min_size=spec.rows, max_size=spec.rows))
+    p = draw(st.none() | st.lists(top_p_values(), min_size=spec.rows, max_size=spec.rows))
+    programs = draw(st.sampled_from((None, 1, 2)))
+    return spec, k, p, programs
+
+
+def _inputs(spec, k, p, device):
+    logits = build_logits(spec, device)
+    k = None if k is None else torch.tensor(k, dtype=torch.int32, device=device)
+    p = None if p is None else torch.tensor(p, dtype=torch.float32, device=device)
+    return logits, k, p
+
+
+def _check_rows(out, before, k, p, what):
+    for row in range(out.size(0)):
+        assert_kwargs = dict(k=None if k is None else int(k[row]), p=None if p is None else float(p[row]))
+        reference.assert_valid_mask(before[row], out[row], what=f"{what} row {row}", **assert_kwargs)
+
+
+@pytest.mark.correctness
+@pytest.mark.covers(kernel=KERNEL, detector="correctness")
+@given(case=top_k_top_p_cases())
+@example(case=(LogitsSpec(1, 1, 0, "normal", 0), [1], [0.5], None))
+@example(case=(LogitsSpec(3, 4097, 37, "ties", 1), [1, 4097, 5000], None, 2))
+@example(case=(LogitsSpec(2, 5003, 0, "some -inf", 2), None, [0.9, 1e-6], None))
+@example(case=(LogitsSpec(2, 1000, 1, "all -inf rows", 3), [5, 5], [0.3, 0.3], 1))
+@example(case=(LogitsSpec(2, 2049, 0, "normal", 4), [SCRATCH + 1, 3], [0.95, 0.95], None))
+def test_matches_reference(case, device):
+    """Every row equals the sort-based reference (top-p cutoffs within fp32 mass rounding)."""
+    spec, k, p, programs = case
+    logits, k, p = _inputs(spec, k, p, device)
+    before = logits.clone()
+    returned = apply_top_k_top_p(logits, k, p, num_programs=programs)
+    assert returned is logits
+    _check_rows(logits, before, k, p, "kernel")
+
+
+@pytest.mark.correctness
+@pytest.mark.covers(kernel=KERNEL, detector="row-0 copy")
+@given(case=top_k_top_p_cases())
+def test_copied_row_matches_row_zero(case, device):
+    """Row 0 copied into the last row (same k and p) gives the last row row 0's output."""
+    spec, k, p, programs = case
+    spec = LogitsSpec(max(spec.rows, 2), spec.vocab, spec.row_padding, spec.kind, spec.seed)
+    logits, _, _ = _inputs(spec, None, None, device)
+    logits[-1] = logits[0]
+    k = None if k is None else torch.full((spec.rows, ), k[0], dtype=torch.int32, device=device)
+    p = None if p is None else torch.full((spec.rows, ), p[0], dtype=torch.float32, device=device)
+    apply_top_k_top_p(logits, k, p, num_programs=programs)
+    assert torch.equal(logits[-1], logits[0])
+
+
+def test_mask_value_is_written(device):
+    """Dropped entries hold mask_value, kept entries their logits."""
+    logits = torch.tensor([[1.0, 4.0, 3.0, 2.0]], device=device)
+    apply_top_k_top_p(logits, torch.tensor([2], dtype=torch.int32, device=device), None, -7.5)
+    assert logits.cpu().tolist() == [[-7.5, 4.0, 3.0, -7.5]]
+
+
+def test_ties_at_the_cutoff_are_kept(device):
+    """k=2 over [5, 3, 3, 1] keeps both 3s, as a sort-based reference does."""
+    logits = torch.tensor([[5.0, 3.0, 3.0, 1.0]], device=device)
+    apply_top_k_top_p(logits, torch.tensor([2], dtype=torch.int32, device=device), None)
+    assert logits.isfinite().cpu().tolist() == [[True, True, True, False]]
+
+
+def _valid(device):
+    return (torch.zeros(2, 8, device=device), torch.ones(2, dtype=torch.int32, device=device),
+            torch.full((2, ), 0.5, device=device))
+
+
+BAD_ARGUMENTS = {
+    "fp16 logits": (lambda l, k, p: (l.half(), k, p), "dtype"),
+    "1-D logits": (lambda l, k, p: (l[0], k, p), "2-D"),
+    "strided vocab": (lambda l, k, p: (torch.zeros(2, 16, device=l.device)[:, ::2], k, p), "contiguous"),
+    "k int64": (lambda l, k, p: (l, k.long(), p), "k must have dtype"),
+    "k wrong length": (lambda l, k, p: (l, k[:1], p), "k must have shape"),
+    "k zero": (lambda l, k, p: (l, k * 0, p), "k must be >= 1"),
+    "p zero": (lambda l, k, p: (l, k, p * 0), "p must lie in"),
+    "p above one": (lambda l, k, p: (l, k, p * 3), "p must lie in"),
+    "p nan": (lambda l, k, p: (l, k, p * float("nan")), "p must lie in"),
+    "k on another device": (lambda l, k, p: (l, torch.ones(2, dtype=torch.int32, device="meta"), p), "k is on"),
+}
+
+
+@pytest.mark.validation
+@pytest.mark.covers(kernel=KERNEL, detector="validation")
+@pytest.mark.parametrize("name", sorted(BAD_ARGUMENTS))
+def test_bad_argument_raises_value_error(name, device):
+    """Each bad argument raises ValueError naming it, before any launch."""
+    change, message = BAD_ARGUMENTS[name]
+    logits, k, p = change(*_valid(device))
+    with pytest.raises(ValueError, match=message):
+        apply_top_k_top_p(logits, k, p)
+
+
+@pytest.mark.validation
+def test_bad_num_programs_raises(device):
+    logits, k, p = _valid(device)
+    with pytest.raises(ValueError, match="num_programs"):
+        apply_top_k_top_p(logits, k, p, num_programs=0)
+
+
+def test_empty_batch_and_no_filters_are_no_ops(device):
+    empty = torch.zeros(0, 8, device=device)
+    assert apply_top_k_top_p(empty, torch.zeros(0, dtype=torch.int32, device=device), None) is empty
+    logits = torch.randn(2, 8, device=device)
+    before = logits.clone()
+    apply_top_k_top_p(logits, None, None)
+    assert torch.equal(logits, before)
