@@ -88,7 +88,7 @@ def _token_ranks_kernel(
     tl.store(out_ptr + row, tl.sum(count, 0))
 
 
-def _check_ids(logits, token_ids, name, ndim):
+def _check_ids(logits, token_ids, name, ndim, check_values):
     check_logits(logits, "logits", LOGITS_DTYPES)
     if not isinstance(token_ids, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor; got {type(token_ids).__name__}")
@@ -100,12 +100,18 @@ def _check_ids(logits, token_ids, name, ndim):
         want = "[B, K]" if ndim == 2 else "[B]"
         raise ValueError(f"{name} must have shape {want} with B = {logits.size(0)}; got "
                          f"{tuple(token_ids.shape)}")
-    check_index_range(token_ids, name, logits.size(1))
+    if check_values:
+        check_index_range(token_ids, name, logits.size(1))
 
 
-def compute_token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
-    """Return ``log_softmax(logits[b])[token_ids[b, j]]`` as fp32 ``[B, K]``."""
-    _check_ids(logits, token_ids, "token_ids", ndim=2)
+def compute_token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, *,
+                           check_values: bool = True) -> torch.Tensor:
+    """Return ``log_softmax(logits[b])[token_ids[b, j]]`` as fp32 ``[B, K]``.
+
+    ``check_values=False`` skips the id range check, which reads the ids back to the host (a
+    synchronisation); an out-of-range id then gives NaN, never an out-of-bounds access.
+    """
+    _check_ids(logits, token_ids, "token_ids", 2, check_values)
     n_rows, num_ids = token_ids.shape
     out = torch.empty((n_rows, num_ids), dtype=torch.float32, device=logits.device)
     if out.numel() == 0:
@@ -119,9 +125,14 @@ def compute_token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor) -> tor
     return out
 
 
-def compute_token_ranks(logits: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
-    """Return, per row, ``#{v : logits[b, v] >= logits[b, token_ids[b]]}`` as int64 ``[B]``."""
-    _check_ids(logits, token_ids, "token_ids", ndim=1)
+def compute_token_ranks(logits: torch.Tensor, token_ids: torch.Tensor, *,
+                        check_values: bool = True) -> torch.Tensor:
+    """Return, per row, ``#{v : logits[b, v] >= logits[b, token_ids[b]]}`` as int64 ``[B]``.
+
+    ``check_values=False`` skips the id range check (a host synchronisation); an out-of-range
+    id then ranks 0, never reads out of bounds.
+    """
+    _check_ids(logits, token_ids, "token_ids", 1, check_values)
     n_rows = token_ids.size(0)
     out = torch.empty((n_rows, ), dtype=torch.int64, device=logits.device)
     if n_rows == 0:

@@ -230,22 +230,25 @@ def apply_top_k_top_p(
     mask_value: float = float("-inf"),
     *,
     num_programs: int | None = None,
+    check_values: bool = True,
 ) -> torch.Tensor:
     """Mask ``logits [B, V]`` (fp32) in place to the per-row top-k, then top-p, and return it.
 
     ``k``: int32 ``[B]`` (>= 1; ``k >= V`` keeps the whole row) or None. ``p``: fp32 ``[B]`` in
     ``(0, 1]`` (1 keeps the whole row) or None. ``num_programs`` sets the persistent grid;
-    by default it fills the device.
+    by default it fills the device. ``check_values=False`` skips the range checks of k and p,
+    which read them back to the host (a synchronisation); out-of-range values can then give
+    wrong masks but never an out-of-bounds access.
     """
     check_logits(logits, "logits", dtypes=(torch.float32, ))
     n_rows, vocab_size = logits.shape
     if k is not None:
         check_row_vector(k, "k", n_rows, logits.device, (torch.int32, ))
-        if n_rows and bool((k < 1).any()):
+        if check_values and n_rows and bool((k < 1).any()):
             raise ValueError(f"k must be >= 1 in every row; got min(k) = {int(k.min())}")
     if p is not None:
         check_row_vector(p, "p", n_rows, logits.device, (torch.float32, ))
-        if n_rows and bool(((p <= 0) | (p > 1) | p.isnan()).any()):
+        if check_values and n_rows and bool(((p <= 0) | (p > 1) | p.isnan()).any()):
             bad = p[(p <= 0) | (p > 1) | p.isnan()][0].item()
             raise ValueError(f"p must lie in (0, 1] in every row; got {bad}")
     if n_rows == 0 or vocab_size == 0 or (k is None and p is None):

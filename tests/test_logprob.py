@@ -126,3 +126,11 @@ def test_empty_inputs(device):
     logits = torch.zeros(0, 8, device=device)
     assert compute_token_logprobs(logits, torch.zeros(0, 2, dtype=torch.int64, device=device)).shape == (0, 2)
     assert compute_token_ranks(logits, torch.zeros(0, dtype=torch.int64, device=device)).shape == (0, )
+
+
+def test_unchecked_out_of_range_ids_never_read_out_of_bounds(device):
+    """With check_values=False a bad id gives NaN (logprob) or rank 0, not a stray access."""
+    logits = torch.randn(2, 8, device=device)
+    ids = torch.tensor([[8], [-5]], device=device)
+    assert compute_token_logprobs(logits, ids, check_values=False).isnan().all()
+    assert compute_token_ranks(logits, ids[:, 0], check_values=False).tolist() == [0, 0]

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Nightly GPU job: every tier as a validation report, then the benchmark; short summary last.
+#
+#   ci/nightly.sh [OUT_DIR]        (default: nightly-report)
+#
+# Writes OUT_DIR/validation/{report.md,junit.xml,detectors.json}, OUT_DIR/benchmark.md, the
+# logs, and OUT_DIR/gpu-memory.csv (device memory in use, sampled every 250 ms). Exits non-zero
+# when any test failed. OVERFLOW_HYPOTHESIS_PROFILE picks the hypothesis profile (nightly).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-nightly-report}
+python=${PYTHON:-python3}
+mkdir -p "$out"
+started=$(date +%s)
+
+sampler=""
+if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 \
+        >"$out/gpu-memory.csv" 2>/dev/null &
+    sampler=$!
+fi
+
+echo "nightly: validation report (profile ${OVERFLOW_HYPOTHESIS_PROFILE:-nightly}) -> $out/validation"
+"$python" -m harness validate --out "$out/validation" \
+    --profile "${OVERFLOW_HYPOTHESIS_PROFILE:-nightly}" -- -q -rs >"$out/validation.log" 2>&1
+validate_status=$?
+echo "nightly: benchmark -> $out/benchmark.md"
+"$python" ci/benchmark.py --out "$out/benchmark.md" >"$out/benchmark.log" 2>&1
+benchmark_status=$?
+
+[ -n "$sampler" ] && kill "$sampler" 2>/dev/null
+wall=$(( $(date +%s) - started ))
+peak=$(sort -n "$out/gpu-memory.csv" 2>/dev/null | tail -n 1)
+
+echo
+grep -E "^(=+ .*(passed|failed).* =+|[0-9]+ passed.*)$" "$out/validation.log" | tail -n 1
+sed -n '/^| kernel/,/^$/p' "$out/validation/report.md" 2>/dev/null
+[ -f "$out/benchmark.md" ] && cat "$out/benchmark.md" || tail -n 20 "$out/benchmark.log"
+echo "nightly: wall time ${wall} s; peak device memory in use ${peak:-unknown} MiB;" \
+     "validate exit ${validate_status}, benchmark exit ${benchmark_status}"
+[ "$validate_status" -eq 0 ] && [ "$benchmark_status" -eq 0 ]
