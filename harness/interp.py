@@ -38,6 +38,10 @@ def require_supported_triton():
     if not triton.__version__.startswith(SUPPORTED_TRITON):
         raise RuntimeError(f"harness.interp hooks are tested on Triton {SUPPORTED_TRITON}; this is "
                            f"Triton {triton.__version__}")
+    numpy_version = tuple(int(part) for part in np.__version__.split(".")[:2])
+    if triton.__version__.startswith("3.6.") and numpy_version >= (2, 4):
+        raise RuntimeError(f"Triton {triton.__version__}'s interpreter breaks with numpy >= 2.4 "
+                           f"(found {np.__version__}); install 'numpy<2.4'")
 
 
 def interpreter_active():

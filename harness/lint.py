@@ -117,6 +117,36 @@ def compile_ttir(kernel, signature, constants):
     return module.str()
 
 
+def compile_for_gpu(module, kernel, types=None, constants=None, num_warps=4):
+    """Compile ``module:kernel`` for sm_90 through LLVM IR, on the CPU; return the IR's size.
+
+    ``types`` and ``constants`` override the lint's signature. A kernel that fails here would
+    fail at its first launch on a GPU, so this runs in the CPU tier.
+    """
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler.compiler import make_backend
+
+    kernel = getattr(importlib.import_module(module), kernel)
+    _, signature, defaults = _signature(kernel)
+    signature.update(types or {})
+    defaults.update(constants or {})
+    target = GPUTarget("cuda", 90, 32)
+    backend = make_backend(target)
+    options = backend.parse_options({"num_warps": num_warps})
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    ir_module = ASTSource(kernel, signature, constexprs=defaults).make_ir(
+        target, options, backend.get_codegen_implementation(options), backend.get_module_map(),
+        context)
+    metadata = {}
+    for stage in (backend.make_ttir, backend.make_ttgir, backend.make_llir):
+        ir_module = stage(ir_module, metadata, options, 90)
+    return len(str(ir_module))
+
+
 def analyse_ttir(text, kernel_name):
     lines = text.splitlines()
     aliases = {}

@@ -74,17 +74,19 @@ def _top_k_cutoff(row_ptr, vocab_size, k, BLOCK: tl.constexpr):
     kept = tl.zeros((), dtype=tl.int32)
     exact = tl.zeros((), dtype=tl.int32)
     for level in tl.static_range(4):
-        shift = 24 - 8 * level
+        # Digit `level` sits at bits [24 - 8 * level, 32 - 8 * level); constexpr expressions stay
+        # inline (a constexpr assigned inside a static loop is not constant-folded).
         if exact == 0:
             hist = tl.zeros((256, ), dtype=tl.int32)
             for start in range(0, vocab_size, BLOCK):
                 offs = start + tl.arange(0, BLOCK)
                 in_row = offs < vocab_size
                 key = _order_key(tl.load(row_ptr + offs, mask=in_row, other=0.0))
-                match = in_row & _same_prefix(key, prefix, shift + 8)
-                hist += tl.histogram(((key >> shift) & 255).to(tl.int32), 256, mask=match)
+                match = in_row & _same_prefix(key, prefix, 32 - 8 * level)
+                digit = ((key >> (24 - 8 * level)) & 255).to(tl.int32)
+                hist += tl.histogram(digit, 256, mask=match)
             digit, kept, in_bucket, _ = _pick_digit(hist, above, k)
-            prefix = prefix | (digit.to(tl.uint32) << shift)
+            prefix = prefix | (digit.to(tl.uint32) << (24 - 8 * level))
             # Every key of this bucket is kept and none below it: the kept set is exact already.
             exact = (kept == k).to(tl.int32)
             above = kept - in_bucket
@@ -126,11 +128,11 @@ def _top_p_cutoff_gathered(row_ptr, scratch_ptr, vocab_size, cutoff, p, BLOCK: t
     above = tl.zeros((), dtype=tl.float32)
     reached = tl.full((), 1, tl.int32)
     for level in tl.static_range(8):
-        shift = 28 - 4 * level
-        hist = _mass_histogram(x, key, gathered & _same_prefix(key, prefix, shift + 4), top, shift)
+        match = gathered & _same_prefix(key, prefix, 32 - 4 * level)
+        hist = _mass_histogram(x, key, match, top, 28 - 4 * level)
         digit, kept, in_bucket, found = _pick_digit(hist, above, p * total)
         reached = reached & found
-        prefix = prefix | (tl.maximum(digit, 0).to(tl.uint32) << shift)
+        prefix = prefix | (tl.maximum(digit, 0).to(tl.uint32) << (28 - 4 * level))
         above = kept - in_bucket
     return _settle_cutoff(prefix, cutoff, reached, top)
 
@@ -163,18 +165,17 @@ def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, p, BLOCK: tl.constexpr):
     above = tl.zeros((), dtype=tl.float32)
     reached = tl.full((), 1, tl.int32)
     for level in tl.static_range(8):
-        shift = 28 - 4 * level
         hist = tl.zeros((16, ), dtype=tl.float32)
         for start in range(0, vocab_size, BLOCK):
             offs = start + tl.arange(0, BLOCK)
             in_row = offs < vocab_size
             x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf"))
             key = _order_key(x)
-            match = in_row & (key >= cutoff) & _same_prefix(key, prefix, shift + 4)
-            hist += _mass_histogram(x, key, match, top, shift)
+            match = in_row & (key >= cutoff) & _same_prefix(key, prefix, 32 - 4 * level)
+            hist += _mass_histogram(x, key, match, top, 28 - 4 * level)
         digit, kept, in_bucket, found = _pick_digit(hist, above, p * total)
         reached = reached & found
-        prefix = prefix | (tl.maximum(digit, 0).to(tl.uint32) << shift)
+        prefix = prefix | (tl.maximum(digit, 0).to(tl.uint32) << (28 - 4 * level))
         above = kept - in_bucket
     return _settle_cutoff(prefix, cutoff, reached, top)
 
