@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-nightly-report}
-python=${PYTHON:-python3}
+python=${PYTHON:-${OVERFLOW_PYTHON:-python3}}
 mkdir -p "$out"
 started=$(date +%s)
 

@@ -8,12 +8,16 @@ For each row of ``logits [B, V]``:
    probabilities whose mass reaches ``p`` (at least one token; ties at the cutoff kept);
 3. every other entry becomes ``mask_value``.
 
-The cutoffs are exact. Values are mapped to int32 keys whose integer order is the float order,
-and the k-th largest key is found by a most-significant-digit radix select (8-bit digits, one
-histogram pass per digit, stopping early once the kept count is exact). For top-p the survivors
-are gathered into a per-program scratch row when there are at most ``SCRATCH`` of them, and a
-4-bit-digit radix descent on probability mass finds the cutoff among them in registers; with
-more survivors the same descent streams the row once per digit.
+The cutoffs are exact. Values are mapped to uint32 keys whose integer order is the float order.
+For k <= SCRATCH / 2 one pass estimates a floor above which about (k + SCRATCH) / 2 entries of
+Gaussian-like logits lie, a second gathers those entries into a per-program scratch row, and a
+most-significant-digit radix select (8-bit digits) on them in registers gives the k-th largest
+key; top-p then runs a 4-bit-digit radix descent on probability mass over the same registers.
+Rows where the floor misses (fewer than k or more than SCRATCH entries above it: ties, -inf,
+skewed logits, large k) take the general path: the radix select streams the row once per digit
+(stopping early once the kept count is exact), and top-p gathers the survivors when at most
+SCRATCH remain, or else streams the row once per digit of its descent. Either way a last pass
+writes mask_value below the cutoff.
 
 Rows with no finite entry are left unchanged by top-p. NaN logits are not supported.
 
@@ -31,8 +35,9 @@ from kernels._launch import (
     persistent_programs,
 )
 
-SCRATCH = 2048  # survivors gathered into registers for the top-p cutoff
-_BLOCK = 4096  # vocab entries per loop step
+SCRATCH = 1024  # entries gathered into registers for the exact cutoffs
+_BLOCK = 8192  # vocab entries per loop step
+_MASS_BLOCK = 512  # vocab entries per step of the streamed top-p descent
 _NUM_WARPS = 8
 
 
@@ -103,32 +108,58 @@ def _mass_histogram(x, key, match, top, SHIFT: tl.constexpr):
 
 
 @triton.jit
-def _top_p_cutoff_gathered(row_ptr, scratch_ptr, vocab_size, cutoff, p, BLOCK: tl.constexpr,
-                           SCRATCH: tl.constexpr):
-    # Gather the survivors (at most SCRATCH) into scratch, then run the mass descent on them in
-    # registers: no further passes over the row.
+def _settle_cutoff(prefix, cutoff, reached, top):
+    # Rounding can leave the whole mass a hair under p * total, and a row may have no finite
+    # entry: keep every survivor then.
+    return tl.where((reached != 0) & (top > float("-inf")), tl.maximum(prefix, cutoff), cutoff)
+
+
+@triton.jit
+def _gather(row_ptr, scratch_ptr, vocab_size, lowest, BLOCK: tl.constexpr, SCRATCH: tl.constexpr):
+    # Copy the entries with key >= lowest into scratch (the first SCRATCH of them) and return
+    # how many there are, which may exceed SCRATCH.
     tl.debug_barrier()
     count = tl.zeros((), dtype=tl.int32)
     for start in range(0, vocab_size, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         in_row = offs < vocab_size
         x = tl.load(row_ptr + offs, mask=in_row, other=0.0)
-        keep = in_row & (_order_key(x) >= cutoff)
+        keep = in_row & (_order_key(x) >= lowest)
         slot = count + tl.cumsum(keep.to(tl.int32), 0) - 1
-        tl.store(scratch_ptr + slot, x, mask=keep)
+        tl.store(scratch_ptr + slot, x, mask=keep & (slot < SCRATCH))
         count += tl.sum(keep.to(tl.int32), 0)
     tl.debug_barrier()
-    lanes = tl.arange(0, SCRATCH)
-    gathered = lanes < count
-    x = tl.load(scratch_ptr + lanes, mask=gathered, other=float("-inf"))
-    key = _order_key(x)
-    top = tl.max(x, 0)
-    total = tl.sum(tl.where(x > float("-inf"), tl.exp(x - top), 0.0), 0)
+    return count
+
+
+@triton.jit
+def _top_k_cutoff_gathered(key, valid, k):
+    # The radix select of _top_k_cutoff on a block held in registers (4 digits, no early exit).
+    prefix = tl.zeros((), dtype=tl.uint32)
+    above = tl.zeros((), dtype=tl.int32)
+    kept = tl.zeros((), dtype=tl.int32)
+    for level in tl.static_range(4):
+        match = valid & _same_prefix(key, prefix, 32 - 8 * level)
+        digit = ((key >> (24 - 8 * level)) & 255).to(tl.int32)
+        hist = tl.histogram(digit, 256, mask=match)
+        digit, kept, in_bucket, _ = _pick_digit(hist, above, k)
+        prefix = prefix | (digit.to(tl.uint32) << (24 - 8 * level))
+        above = kept - in_bucket
+    return prefix, kept
+
+
+@triton.jit
+def _top_p_cutoff_gathered(x, key, valid, cutoff, p):
+    # Mass radix descent, 4 bits a level, over the survivors (key >= cutoff) of a block in
+    # registers.
+    survivor = valid & (key >= cutoff)
+    top = tl.max(tl.where(survivor, x, float("-inf")), 0)
+    total = tl.sum(tl.where(survivor & (x > float("-inf")), tl.exp(x - top), 0.0), 0)
     prefix = tl.zeros((), dtype=tl.uint32)
     above = tl.zeros((), dtype=tl.float32)
     reached = tl.full((), 1, tl.int32)
     for level in tl.static_range(8):
-        match = gathered & _same_prefix(key, prefix, 32 - 4 * level)
+        match = survivor & _same_prefix(key, prefix, 32 - 4 * level)
         hist = _mass_histogram(x, key, match, top, 28 - 4 * level)
         digit, kept, in_bucket, found = _pick_digit(hist, above, p * total)
         reached = reached & found
@@ -138,23 +169,16 @@ def _top_p_cutoff_gathered(row_ptr, scratch_ptr, vocab_size, cutoff, p, BLOCK: t
 
 
 @triton.jit
-def _settle_cutoff(prefix, cutoff, reached, top):
-    # Rounding can leave the whole mass a hair under p * total, and a row may have no finite
-    # entry: keep every survivor then.
-    return tl.where((reached != 0) & (top > float("-inf")), tl.maximum(prefix, cutoff), cutoff)
-
-
-@triton.jit
 def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, p, BLOCK: tl.constexpr):
     # The same mass descent, streaming the row once per digit, for rows with many survivors.
     top = tl.full((), float("-inf"), tl.float32)
+    total = tl.zeros((), dtype=tl.float32)
     for start in range(0, vocab_size, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         in_row = offs < vocab_size
         x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf"))
         keep = in_row & (_order_key(x) >= cutoff)
         top = tl.maximum(top, tl.max(tl.where(keep, x, float("-inf")), 0))
-    total = tl.zeros((), dtype=tl.float32)
     for start in range(0, vocab_size, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         in_row = offs < vocab_size
@@ -181,6 +205,30 @@ def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, p, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def _gather_floor(row_ptr, vocab_size, k, SCRATCH: tl.constexpr, BLOCK: tl.constexpr):
+    # A key below which, for Gaussian-like logits, about (k + SCRATCH) / 2 entries lie: the
+    # mean plus z standard deviations of the finite entries, with z the normal upper quantile
+    # (Abramowitz and Stegun 26.2.23). Rows it misjudges fall back to the radix path.
+    count = tl.zeros((), dtype=tl.float32)
+    total = tl.zeros((), dtype=tl.float32)
+    squares = tl.zeros((), dtype=tl.float32)
+    for start in range(0, vocab_size, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        x = tl.load(row_ptr + offs, mask=offs < vocab_size, other=float("-inf"))
+        finite = (x > float("-inf")) & (x < float("inf"))
+        count += tl.sum(finite.to(tl.float32), 0)
+        total += tl.sum(tl.where(finite, x, 0.0), 0)
+        squares += tl.sum(tl.where(finite, x * x, 0.0), 0)
+    mean = total / tl.maximum(count, 1.0)
+    spread = tl.sqrt(tl.maximum(squares / tl.maximum(count, 1.0) - mean * mean, 0.0))
+    tail = tl.minimum(((k + SCRATCH) // 2).to(tl.float32) / tl.maximum(count, 1.0), 0.5)
+    t = tl.sqrt(-2.0 * tl.log(tail))
+    z = t - (2.515517 + t * (0.802853 + t * 0.010328)) / (
+        1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308)))
+    return _order_key(mean + z * spread)
+
+
+@triton.jit
 def _top_k_top_p_kernel(
     logits_ptr,  # [n_rows, vocab_size] fp32, masked in place
     logits_stride,  # elements between rows
@@ -190,31 +238,57 @@ def _top_k_top_p_kernel(
     n_rows,
     vocab_size,
     mask_value,  # fp32 written over the dropped entries
-    BLOCK: tl.constexpr = 4096,
-    SCRATCH: tl.constexpr = 2048,
+    BLOCK: tl.constexpr = 8192,
+    MASS_BLOCK: tl.constexpr = 512,
+    SCRATCH: tl.constexpr = 1024,
     TOPK_ENABLED: tl.constexpr = True,
     TOPP_ENABLED: tl.constexpr = True,
 ):
     pid = tl.program_id(0)
     # Widened: a program's scratch row starts at pid * SCRATCH.
     program_scratch = scratch_ptr + pid.to(tl.int64) * SCRATCH
+    lanes = tl.arange(0, SCRATCH)
     for row in tl.range(pid, n_rows, tl.num_programs(0)):
         # Widened: row * logits_stride passes 2**31 once B * V does.
         row_ptr = logits_ptr + tl.cast(row, tl.int64) * logits_stride
-        cutoff = tl.zeros((), dtype=tl.uint32)
-        survivors = tl.zeros((), dtype=tl.int32) + vocab_size
+        k = vocab_size + 0 * row
+        p = 1.0 + 0.0 * row
         if TOPK_ENABLED:
             k = tl.load(k_ptr + row)
-            if k < vocab_size:
-                cutoff, survivors = _top_k_cutoff(row_ptr, vocab_size, k, BLOCK)
         if TOPP_ENABLED:
             p = tl.load(p_ptr + row)
+        cutoff = tl.zeros((), dtype=tl.uint32)
+        gathered = tl.zeros((), dtype=tl.int32)
+        # 1. Small k: gather the entries above an estimated floor and select in registers.
+        if k <= SCRATCH // 2:
+            floor = tl.zeros((), dtype=tl.uint32)
+            if vocab_size > SCRATCH:
+                floor = _gather_floor(row_ptr, vocab_size, k, SCRATCH, BLOCK)
+            gathered = _gather(row_ptr, program_scratch, vocab_size, floor, BLOCK, SCRATCH)
+            if (gathered < k) | (gathered > SCRATCH):
+                gathered = gathered * 0
+        if gathered > 0:
+            valid = lanes < gathered
+            x = tl.load(program_scratch + lanes, mask=valid, other=float("-inf"))
+            key = _order_key(x)
+            cutoff, survivors = _top_k_cutoff_gathered(key, valid, k)
+            if p < 1.0:
+                cutoff = _top_p_cutoff_gathered(x, key, valid, cutoff, p)
+        else:
+            # 2. Otherwise radix select over the row, then top-p on the survivors.
+            survivors = tl.zeros((), dtype=tl.int32) + vocab_size
+            if k < vocab_size:
+                cutoff, survivors = _top_k_cutoff(row_ptr, vocab_size, k, BLOCK)
             if p < 1.0:
                 if survivors <= SCRATCH:
-                    cutoff = _top_p_cutoff_gathered(row_ptr, program_scratch, vocab_size, cutoff,
-                                                    p, BLOCK, SCRATCH)
+                    gathered = _gather(row_ptr, program_scratch, vocab_size, cutoff, BLOCK,
+                                       SCRATCH)
+                    valid = lanes < gathered
+                    x = tl.load(program_scratch + lanes, mask=valid, other=float("-inf"))
+                    cutoff = _top_p_cutoff_gathered(x, _order_key(x), valid, cutoff, p)
                 else:
-                    cutoff = _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, p, BLOCK)
+                    cutoff = _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, p, MASS_BLOCK)
+        # 3. Mask everything below the cutoff.
         if cutoff > 0:
             for start in range(0, vocab_size, BLOCK):
                 offs = start + tl.arange(0, BLOCK)
@@ -266,6 +340,7 @@ def apply_top_k_top_p(
         vocab_size,
         float(mask_value),
         BLOCK=_BLOCK,
+        MASS_BLOCK=_MASS_BLOCK,
         SCRATCH=SCRATCH,
         TOPK_ENABLED=k is not None,
         TOPP_ENABLED=p is not None,

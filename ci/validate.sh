@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# The main job: the validation report (kernel x detector table) in validation-report/.
+# Extra arguments go to `python -m harness validate`.
+source "$(dirname "$0")/env.sh"
+exec "$PYTHON" -m harness validate "$@"
