@@ -108,6 +108,15 @@ def _mass_histogram(x, key, match, top, SHIFT: tl.constexpr):
 
 
 @triton.jit
+def _mass_step(hist, above, target, prefix, reached, SHIFT: tl.constexpr):
+    # One level of the mass descent: fix the digit at SHIFT; a level that cannot reach the
+    # target (rounding) clears `reached`.
+    digit, kept, in_bucket, found = _pick_digit(hist, above, target)
+    prefix = prefix | (tl.maximum(digit, 0).to(tl.uint32) << SHIFT)
+    return prefix, kept - in_bucket, reached & found
+
+
+@triton.jit
 def _settle_cutoff(prefix, cutoff, reached, top):
     # Rounding can leave the whole mass a hair under p * total, and a row may have no finite
     # entry: keep every survivor then.
@@ -161,10 +170,8 @@ def _top_p_cutoff_gathered(x, key, valid, cutoff, p):
     for level in tl.static_range(8):
         match = survivor & _same_prefix(key, prefix, 32 - 4 * level)
         hist = _mass_histogram(x, key, match, top, 28 - 4 * level)
-        digit, kept, in_bucket, found = _pick_digit(hist, above, p * total)
-        reached = reached & found
-        prefix = prefix | (tl.maximum(digit, 0).to(tl.uint32) << (28 - 4 * level))
-        above = kept - in_bucket
+        prefix, above, reached = _mass_step(hist, above, p * total, prefix, reached,
+                                            28 - 4 * level)
     return _settle_cutoff(prefix, cutoff, reached, top)
 
 
@@ -197,10 +204,8 @@ def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, p, BLOCK: tl.constexpr):
             key = _order_key(x)
             match = in_row & (key >= cutoff) & _same_prefix(key, prefix, 32 - 4 * level)
             hist += _mass_histogram(x, key, match, top, 28 - 4 * level)
-        digit, kept, in_bucket, found = _pick_digit(hist, above, p * total)
-        reached = reached & found
-        prefix = prefix | (tl.maximum(digit, 0).to(tl.uint32) << (28 - 4 * level))
-        above = kept - in_bucket
+        prefix, above, reached = _mass_step(hist, above, p * total, prefix, reached,
+                                            28 - 4 * level)
     return _settle_cutoff(prefix, cutoff, reached, top)
 
 
