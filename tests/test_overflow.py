@@ -12,6 +12,7 @@ Every huge case runs in a child process (``harness.isolation``).
 """
 
 import functools
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -133,22 +134,24 @@ def test_interpreter_huge_case_catches_twin_silent_corruption(case_name):
 @pytest.mark.gpu
 @pytest.mark.huge
 @pytest.mark.parametrize("case_name, mode", _cells("gpu dense huge", "fixed", *MODES))
-def test_gpu_huge_case_passes(case_name, mode):
+def test_gpu_huge_case_passes(case_name, mode, record_property):
     """Dense on the device: the highest-offset rows equal row 0 and the reference."""
     outcome = _run(case_name, mode, "dense-device", twin=False, wrap_check=False,
                    unset=("TRITON_INTERPRET", ))
     _require_ran(outcome)
+    record_property("case", json.dumps(outcome.value))
     assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
 
 
 @pytest.mark.gpu
 @pytest.mark.huge
 @pytest.mark.parametrize("case_name, mode", _cells("gpu dense huge", "twin", *MODES))
-def test_gpu_huge_case_catches_twin(case_name, mode):
+def test_gpu_huge_case_catches_twin(case_name, mode, record_property):
     """Dense on the device, the int32 twin faults or produces a wrong row; either is caught."""
     outcome = _run(case_name, mode, "dense-device", twin=True, wrap_check=False,
                    unset=("TRITON_INTERPRET", ))
     _require_ran(outcome)
+    record_property("twin_outcome", outcome.summary()[:300])
     caught = outcome.status == "crashed" or outcome.device_fault or (
         outcome.status == "failed" and outcome.error in ("RowMismatch", "AssertionError"))
     assert caught, outcome.summary() + "\n" + outcome.output
