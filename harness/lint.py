@@ -10,7 +10,9 @@ table is seen as the int32 it is at run time.
 
 A finding is an i32 ``muli`` (or ``shli``) on the value flow into a ``tt.addptr`` offset,
 with at least one operand that comes from a program id, a loop variable, a loaded value or an
-int argument. Widening either operand to int64 first removes it.
+int argument. Widening either operand to int64 first removes it. A product known to stay small
+(a vocab block index times the block size, say) is accepted by a comment on its line,
+``# overflow-lint: bounded by <reason>``; the reason is required.
 
 Constexpr parameters take their default value; without one, block sizes take 1024 and flags
 (``HAS_*``, ``USE_*``, ``APPLY_*``, ``IS_*``, ``*_ENABLED``) take True.
@@ -218,9 +220,9 @@ def analyse_ttir(text, kernel_name):
         args = operands(rest)
         if op in ("arith.muli", "arith.shli") and _is_i32(rest) and name not in reported:
             kinds = [sources(arg, set()) for arg in args[:2]]
-            if any(kinds):
+            file, lineno = _location(line, aliases)
+            if any(kinds) and not _suppressed(file, lineno):
                 reported.add(name)
-                file, lineno = _location(line, aliases)
                 described = " x ".join(", ".join(sorted(k)) or "constant" for k in kinds)
                 findings.append(Finding(file, lineno, kernel_name, _source_line(file, lineno),
                                         described))
@@ -361,6 +363,12 @@ def _resolve(loc, aliases, depth):
         if line:
             return file, line
     return "<unknown>", 0
+
+
+def _suppressed(file, line):
+    text = linecache.getline(file, line)
+    marker = "# overflow-lint: bounded"
+    return marker in text and len(text.split(marker, 1)[1].strip()) > 3
 
 
 def _source_line(file, line):

@@ -2,7 +2,9 @@
 
 A case (any object with the attributes below) describes rows, never memory:
 
-* ``name``, ``module`` (dotted kernel module), ``vocab``, ``dtype``;
+* ``name``, ``module`` (dotted kernel module), ``vocab`` and ``dtype`` of the huge tensor's
+  rows (the logits, or a per-request table such as draft logits, one row per slot), and
+  optionally ``random_row(generator, width)`` for its planted data (default: normal floats);
 * ``programs(layout)``: the axis-0 program ids that touch the planted rows (the interpreter runs
   only these);
 * ``prepare(logits, layout)``: build the side inputs (ids, k, p, ...) on the tensor's device;
@@ -66,7 +68,8 @@ def run_case(case, mode, backend, twin=False, wrap_check=False):
     if interpreted != (allocator.device.type == "cpu"):
         raise RuntimeError(f"{backend} needs TRITON_INTERPRET={'1' if allocator.device.type == 'cpu' else '0'}")
     logits = allocator.empty(layout.shape, case.dtype)
-    planted = plant(logits, layout, fill_background=not interpreted)
+    planted = plant(logits, layout, fill_background=not interpreted,
+                    random_row=getattr(case, "random_row", _normal_row))
     inputs = case.prepare(logits, layout)
     with _maybe(interpreted, lambda: only_programs(case.programs(layout))), \
             _maybe(wrap_check, int32_wrap_checked):
@@ -82,25 +85,33 @@ def run_case(case, mode, backend, twin=False, wrap_check=False):
             "peak_gib": round(peak / memory.GIB, 2)}
 
 
-def plant(logits, layout, fill_background):
+def plant(huge, layout, fill_background, random_row):
     """Row 0 random, the checked rows copies of it, the poison rows other data; CPU copies back.
 
     On a device every other row is filled with random data too, so that a read from any wrong
     row shows; lazy host memory leaves them untouched (zero pages cost nothing).
     """
-    device = logits.device
+    device = huge.device
+    width = layout.vocab
     if fill_background:
-        logits.normal_(generator=torch.Generator(device).manual_seed(PLANT_SEED + 1))
-    base = torch.randn(layout.vocab, generator=torch.Generator().manual_seed(PLANT_SEED))
-    base = base.to(logits.dtype)
-    logits[0] = base.to(device)
+        background = torch.Generator(device).manual_seed(PLANT_SEED + 1)
+        chunk = max(1, 2**28 // width)
+        for start in range(0, layout.rows, chunk):
+            rows = min(chunk, layout.rows - start)
+            huge[start:start + rows] = random_row(background, rows * width).view(rows, width)
+    huge[0] = random_row(torch.Generator().manual_seed(PLANT_SEED), width).to(device)
     for row in layout.check_rows:
-        logits[row] = logits[0]
+        huge[row] = huge[0]
     poison = torch.Generator().manual_seed(POISON_SEED)
     for row in layout.poison_rows:
-        logits[row] = (3 * torch.randn(layout.vocab, generator=poison)).to(logits.dtype).to(device)
+        huge[row] = (random_row(poison, width) * 3 if huge.is_floating_point()
+                     else random_row(poison, width) + 1).to(device)
     rows = (0, ) + layout.poison_rows + layout.check_rows
-    return {row: logits[row].cpu().clone() for row in rows}
+    return {row: huge[row].cpu().clone() for row in rows}
+
+
+def _normal_row(generator, width):
+    return torch.randn(width, generator=generator, device=generator.device)
 
 
 class _maybe:

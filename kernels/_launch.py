@@ -64,3 +64,30 @@ def _multiprocessors(index):
 
 def _names(dtypes):
     return "(" + ", ".join(str(d).removeprefix("torch.") for d in dtypes) + ")"
+
+
+def check_table(values, name, rows, device, dtypes, width=None):
+    """A per-request table: ``[rows]`` (or ``[rows, width]``) of ``dtypes`` on ``device``."""
+    if not isinstance(values, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor; got {type(values).__name__}")
+    if values.dtype not in dtypes:
+        raise ValueError(f"{name} must have dtype in {_names(dtypes)}; got {values.dtype}")
+    if values.device != device:
+        raise ValueError(f"{name} is on {values.device} but logits are on {device}")
+    want = 1 if width is None else 2
+    if values.dim() != want or (rows is not None and values.size(0) != rows) or (
+            width is not None and width != -1 and values.size(1) != width):
+        shape = f"({rows if rows is not None else 'N'}" + ("" if width is None else f", {width if width != -1 else 'W'}") + ")"
+        raise ValueError(f"{name} must have shape {shape}; got {tuple(values.shape)}")
+    if values.numel() and values.stride(-1) != 1:
+        raise ValueError(f"{name} must be contiguous in its last dimension; got strides "
+                         f"{tuple(values.stride())}")
+
+
+def check_value_range(values, name, low, high, check_values=True):
+    """Every entry of ``values`` lies in [low, high] (floats: NaN is out of range)."""
+    if not check_values or values.numel() == 0:
+        return
+    bad = ~((values >= low) & (values <= high))
+    if bool(bad.any()):
+        raise ValueError(f"{name} must lie in [{low}, {high}]; got {values[bad][0].item()}")

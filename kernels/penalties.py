@@ -1,0 +1,173 @@
+"""Repetition, frequency and presence penalties, and the per-request token counts they read.
+
+``build_penalty_state(idx_mapping [B], all_token_ids [R, M], prompt_len [R], total_len [R],
+prompt_bin_mask [R, ceil(V / 32)], output_bin_counts [R, V])`` rebuilds, for every request
+slot in ``idx_mapping``, the bitset of its prompt tokens and the counts of its output tokens
+(``all_token_ids[req, :prompt_len]`` and ``[prompt_len:total_len]``).
+
+``apply_penalties(logits [T, V], expanded_idx_mapping [T], token_ids [T], expanded_local_pos [T],
+repetition_penalty [R], frequency_penalty [R], presence_penalty [R], prompt_bin_mask,
+output_bin_counts)``, in place, per row of request ``req`` (skipped when the penalties are
+1, 0, 0): ``count[v]`` = output count plus the draft tokens of the earlier rows of the same
+request (``token_ids[first + 1 .. row]``); with repetition penalty ``r != 1`` every token seen
+in the prompt or counted is divided by ``r`` when positive and multiplied by ``r`` otherwise;
+then ``x -= frequency * count + presence * (count > 0)``.
+
+Products that can exceed 2**31: ``row * logits_stride`` (row = program id), and ``req *
+output_bin_counts_stride``, ``req * prompt_bin_mask_stride`` and ``req * all_token_ids_stride``
+(req loaded from an int32 mapping; the counts table passes 2**31 beyond ~14k slots at V = 152k).
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels._launch import check_index_range, check_logits, check_table, check_value_range
+
+LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_BLOCK = 8192
+_COUNT_BLOCK = 1024
+
+
+@triton.jit
+def _bincount_kernel(
+    all_token_ids_ptr,  # [max_num_reqs, max_model_len] int32
+    all_token_ids_stride,
+    idx_mapping_ptr,  # [num_reqs] int32 request slot of each batch request
+    prompt_len_ptr,  # [max_num_reqs] int32
+    total_len_ptr,  # [max_num_reqs] int32
+    prompt_bin_mask_ptr,  # [max_num_reqs, ceil(V / 32)] int32 bitsets, zeroed for these slots
+    prompt_bin_mask_stride,
+    output_bin_counts_ptr,  # [max_num_reqs, V] int32, zeroed for these slots
+    output_bin_counts_stride,
+    BLOCK: tl.constexpr = 1024,
+):
+    # Widened: req * <table stride> passes 2**31 for large tables.
+    req = tl.load(idx_mapping_ptr + tl.program_id(0)).to(tl.int64)
+    positions = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: bounded by max_model_len
+    prompt_len = tl.load(prompt_len_ptr + req)
+    total_len = tl.load(total_len_ptr + req)
+    tokens = tl.load(all_token_ids_ptr + req * all_token_ids_stride + positions,
+                     mask=positions < total_len, other=0)
+    in_prompt = positions < prompt_len
+    in_output = (positions >= prompt_len) & (positions < total_len)
+    words = prompt_bin_mask_ptr + req * prompt_bin_mask_stride + tokens // 32
+    tl.atomic_or(words, (1 << (tokens % 32)).to(tl.int32), mask=in_prompt)
+    counts = output_bin_counts_ptr + req * output_bin_counts_stride + tokens
+    tl.atomic_add(counts, tl.full((BLOCK, ), 1, tl.int32), mask=in_output)
+
+
+@triton.jit
+def _penalties_kernel(
+    logits_ptr,  # [n_rows, vocab_size], changed in place
+    logits_stride,
+    idx_mapping_ptr,  # [n_rows] int32 request slot of each row
+    token_ids_ptr,  # [n_rows] int32: entry r + 1 is the draft proposed after row r
+    local_pos_ptr,  # [n_rows] int32 position of the row within its request's rows
+    repetition_ptr,  # [max_num_reqs] fp32
+    frequency_ptr,  # [max_num_reqs] fp32
+    presence_ptr,  # [max_num_reqs] fp32
+    prompt_bin_mask_ptr,  # [max_num_reqs, ceil(V / 32)] int32
+    prompt_bin_mask_stride,
+    output_bin_counts_ptr,  # [max_num_reqs, V] int32
+    output_bin_counts_stride,
+    vocab_size,
+    BLOCK: tl.constexpr = 8192,
+):
+    # Widened: row * logits_stride passes 2**31 once T * V does.
+    row = tl.program_id(0).to(tl.int64)
+    # Widened: req * output_bin_counts_stride passes 2**31 beyond ~2**31 / V slots.
+    req = tl.load(idx_mapping_ptr + row).to(tl.int64)
+    repetition = tl.load(repetition_ptr + req)
+    frequency = tl.load(frequency_ptr + req)
+    presence = tl.load(presence_ptr + req)
+    if (repetition == 1.0) & (frequency == 0.0) & (presence == 0.0):
+        return
+    vocab_ids = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: bounded by vocab_size
+    in_row = vocab_ids < vocab_size
+    counts = tl.load(output_bin_counts_ptr + req * output_bin_counts_stride + vocab_ids,
+                     mask=in_row, other=0)
+    local_pos = tl.load(local_pos_ptr + row)
+    first_row = row - local_pos
+    for j in range(0, local_pos):
+        counts += (vocab_ids == tl.load(token_ids_ptr + first_row + j + 1)).to(tl.int32)
+    seen = counts > 0
+    row_ptr = logits_ptr + row * logits_stride
+    x = tl.load(row_ptr + vocab_ids, mask=in_row, other=0.0).to(tl.float32)
+    if repetition != 1.0:
+        words = tl.load(prompt_bin_mask_ptr + req * prompt_bin_mask_stride + vocab_ids // 32,
+                        mask=in_row, other=0)
+        in_prompt = ((words >> (vocab_ids % 32)) & 1) != 0
+        scale = tl.where(in_prompt | seen, repetition, 1.0)
+        x = tl.where(x > 0, x / scale, x * scale)
+    x = x - frequency * counts.to(tl.float32) - presence * seen.to(tl.float32)
+    tl.store(row_ptr + vocab_ids, x, mask=in_row)
+
+
+def build_penalty_state(idx_mapping, all_token_ids, prompt_len, total_len, prompt_bin_mask,
+                        output_bin_counts, *, check_values=True) -> None:
+    """Rebuild the prompt bitsets and output counts of the request slots in ``idx_mapping``."""
+    device = output_bin_counts.device
+    check_table(output_bin_counts, "output_bin_counts", None, device, (torch.int32, ), width=-1)
+    slots, vocab_size = output_bin_counts.shape
+    check_table(idx_mapping, "idx_mapping", None, device, (torch.int32, ))
+    check_table(all_token_ids, "all_token_ids", slots, device, (torch.int32, ), width=-1)
+    check_table(prompt_len, "prompt_len", slots, device, (torch.int32, ))
+    check_table(total_len, "total_len", slots, device, (torch.int32, ))
+    check_table(prompt_bin_mask, "prompt_bin_mask", slots, device, (torch.int32, ),
+                width=triton.cdiv(vocab_size, 32))
+    if check_values:
+        check_index_range(idx_mapping, "idx_mapping", slots)
+        if bool(((prompt_len < 0) | (total_len < prompt_len) |
+                 (total_len > all_token_ids.size(1))).any()):
+            raise ValueError("need 0 <= prompt_len <= total_len <= all_token_ids.size(1)")
+        reqs = idx_mapping.long()
+        used = (torch.arange(all_token_ids.size(1), device=device)[None, :]
+                < total_len[reqs][:, None].long())
+        check_index_range(all_token_ids[reqs][used], "all_token_ids", vocab_size)
+    if idx_mapping.numel() == 0:
+        return
+    reqs = idx_mapping.long()
+    prompt_bin_mask.index_fill_(0, reqs, 0)
+    output_bin_counts.index_fill_(0, reqs, 0)
+    longest = int(total_len[reqs].max()) if check_values else all_token_ids.size(1)
+    if longest == 0:
+        return
+    _bincount_kernel[(idx_mapping.numel(), triton.cdiv(longest, _COUNT_BLOCK))](
+        all_token_ids, all_token_ids.stride(0), idx_mapping, prompt_len, total_len,
+        prompt_bin_mask, prompt_bin_mask.stride(0), output_bin_counts, output_bin_counts.stride(0),
+        BLOCK=_COUNT_BLOCK, num_warps=4)
+
+
+def apply_penalties(logits, expanded_idx_mapping, token_ids, expanded_local_pos,
+                    repetition_penalty, frequency_penalty, presence_penalty, prompt_bin_mask,
+                    output_bin_counts, *, check_values=True) -> None:
+    """Apply the three penalties to ``logits [T, V]`` in place (see module doc)."""
+    check_logits(logits, "logits", LOGITS_DTYPES)
+    n_rows, vocab_size = logits.shape
+    device = logits.device
+    for name, table in (("expanded_idx_mapping", expanded_idx_mapping), ("token_ids", token_ids),
+                        ("expanded_local_pos", expanded_local_pos)):
+        check_table(table, name, n_rows, device, (torch.int32, ))
+    check_table(output_bin_counts, "output_bin_counts", None, device, (torch.int32, ),
+                width=vocab_size)
+    slots = output_bin_counts.size(0)
+    for name, table in (("repetition_penalty", repetition_penalty),
+                        ("frequency_penalty", frequency_penalty),
+                        ("presence_penalty", presence_penalty)):
+        check_table(table, name, slots, device, (torch.float32, ))
+    check_table(prompt_bin_mask, "prompt_bin_mask", slots, device, (torch.int32, ),
+                width=triton.cdiv(vocab_size, 32))
+    if check_values:
+        check_index_range(expanded_idx_mapping, "expanded_idx_mapping", slots)
+        check_value_range(repetition_penalty, "repetition_penalty", 1e-30, float("inf"))
+        rows = torch.arange(n_rows, device=device)
+        if bool(((expanded_local_pos < 0) | (expanded_local_pos > rows)).any()):
+            raise ValueError("expanded_local_pos must lie in [0, row]: a row cannot start before row 0")
+    if n_rows == 0 or vocab_size == 0:
+        return
+    _penalties_kernel[(n_rows, triton.cdiv(vocab_size, _BLOCK))](
+        logits, logits.stride(0), expanded_idx_mapping, token_ids, expanded_local_pos,
+        repetition_penalty, frequency_penalty, presence_penalty, prompt_bin_mask,
+        prompt_bin_mask.stride(0), output_bin_counts, output_bin_counts.stride(0), vocab_size,
+        BLOCK=_BLOCK, num_warps=8)

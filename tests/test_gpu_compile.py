@@ -1,0 +1,76 @@
+"""Every kernel compiles for sm_90 (H100/H200) through LLVM IR, checked on the CPU.
+
+A kernel that the interpreter and TTIR accept can still fail in the GPU compiler's later passes
+(seen: a constexpr assigned inside ``tl.static_range``). Compiling here puts that failure in
+the CPU tier instead of the first GPU launch.
+"""
+
+import pytest
+
+from harness.isolation import run_isolated
+
+I32 = "*i32"
+I64 = "*i64"
+JOBS = {
+    "topk_topp": ("kernels.topk_topp", "_top_k_top_p_kernel", {"k_ptr": I32, "mask_value": "fp32"}, {}, 8),
+    "topk_topp top-k only": ("kernels.topk_topp", "_top_k_top_p_kernel", {"k_ptr": I32, "mask_value": "fp32"},
+                             {"TOPP_ENABLED": False}, 8),
+    "topk_topp top-p only": ("kernels.topk_topp", "_top_k_top_p_kernel", {"k_ptr": I32, "mask_value": "fp32"},
+                             {"TOPK_ENABLED": False}, 8),
+    "logprobs bf16": ("kernels.logprob", "_token_logprobs_kernel", {"ids_ptr": I64, "logits_ptr": "*bf16"}, {}, 8),
+    "logprobs fp16": ("kernels.logprob", "_token_logprobs_kernel", {"ids_ptr": I64, "logits_ptr": "*fp16"}, {}, 8),
+    "ranks": ("kernels.logprob", "_token_ranks_kernel", {"ids_ptr": I64, "out_ptr": I64}, {}, 8),
+    "min_p block max": ("kernels.min_p", "_block_max_kernel", {"idx_mapping_ptr": I32}, {}, 8),
+    "min_p mask": ("kernels.min_p", "_min_p_kernel", {"idx_mapping_ptr": I32}, {}, 8),
+    "temperature": ("kernels.gumbel", "_temperature_kernel", {"idx_mapping_ptr": I32}, {}, 8),
+    "gumbel fp32": ("kernels.gumbel", "_gumbel_sample_kernel",
+                    {"block_id_ptr": I64, "idx_mapping_ptr": I32, "seed_ptr": I64, "pos_ptr": I64,
+                     "processed_col_ptr": I32}, {}, 4),
+    "gumbel fp64 per-row col": ("kernels.gumbel", "_gumbel_sample_kernel",
+                                {"block_id_ptr": I64, "block_value_ptr": "*fp64", "idx_mapping_ptr": I32,
+                                 "seed_ptr": I64, "pos_ptr": I64, "processed_col_ptr": I32},
+                                {"USE_FP64": True, "PER_ROW_COL": True}, 4),
+    "logit bias": ("kernels.logit_bias", "_logit_bias_kernel",
+                   {**{k: I32 for k in ("idx_mapping_ptr", "num_allowed_ptr", "allowed_ptr",
+                                        "num_bias_ptr", "bias_ids_ptr", "min_lens_ptr",
+                                        "num_stop_ptr", "stop_ids_ptr")}, "pos_ptr": I64}, {}, 4),
+    "bad words": ("kernels.bad_words", "_bad_words_kernel",
+                  {k: I32 for k in ("idx_mapping_ptr", "bad_word_token_ids_ptr", "bad_word_offsets_ptr",
+                                    "num_bad_words_ptr", "all_token_ids_ptr", "prompt_len_ptr",
+                                    "total_len_ptr", "input_ids_ptr", "local_pos_ptr")}, {}, 1),
+    "bincount": ("kernels.penalties", "_bincount_kernel",
+                 {k: I32 for k in ("all_token_ids_ptr", "idx_mapping_ptr", "prompt_len_ptr",
+                                   "total_len_ptr", "prompt_bin_mask_ptr", "output_bin_counts_ptr")}, {}, 4),
+    "penalties": ("kernels.penalties", "_penalties_kernel",
+                  {k: I32 for k in ("idx_mapping_ptr", "token_ids_ptr", "local_pos_ptr",
+                                    "prompt_bin_mask_ptr", "output_bin_counts_ptr")}, {}, 8),
+    "block stats": ("kernels.rejection", "_block_stats_kernel",
+                    {"target_argmax_ptr": I64, "idx_mapping_ptr": I32, "local_pos_ptr": I32}, {}, 8),
+    "rejection": ("kernels.rejection", "_rejection_kernel",
+                  {"sampled_ptr": I64, "rejected_step_ptr": I32, "target_argmax_ptr": I64,
+                   "draft_sampled_ptr": I64, "cu_num_logits_ptr": I32, "idx_mapping_ptr": I32,
+                   "seed_ptr": I64, "pos_ptr": I64}, {}, 1),
+    "rejection synthetic": ("kernels.rejection", "_rejection_kernel",
+                            {"sampled_ptr": I64, "rejected_step_ptr": I32, "target_argmax_ptr": I64,
+                             "draft_sampled_ptr": I32, "cu_num_logits_ptr": I32, "idx_mapping_ptr": I32,
+                             "seed_ptr": I64, "pos_ptr": I64},
+                            {"HAS_DRAFT_LOGITS": False, "SYNTHETIC_MODE": True}, 1),
+    "resample": ("kernels.rejection", "_resample_kernel",
+                 {"block_id_ptr": I64, "rejected_step_ptr": I32, "cu_num_logits_ptr": I32,
+                  "idx_mapping_ptr": I32, "draft_sampled_ptr": I64, "seed_ptr": I64, "pos_ptr": I64}, {}, 4),
+    "resample fp64 no draft": ("kernels.rejection", "_resample_kernel",
+                               {"block_id_ptr": I64, "block_value_ptr": "*fp64", "rejected_step_ptr": I32,
+                                "cu_num_logits_ptr": I32, "idx_mapping_ptr": I32,
+                                "draft_sampled_ptr": I64, "seed_ptr": I64, "pos_ptr": I64},
+                               {"HAS_DRAFT_LOGITS": False, "USE_FP64": True}, 4),
+}
+
+
+@pytest.mark.static
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_kernel_compiles_for_sm90(job):
+    module, kernel, types, constants, warps = JOBS[job]
+    outcome = run_isolated("harness.lint:compile_for_gpu",
+                           dict(module=module, kernel=kernel, types=types, constants=constants,
+                                num_warps=warps), unset_env=("TRITON_INTERPRET", ), timeout=300)
+    assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
