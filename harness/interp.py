@@ -51,45 +51,61 @@ def interpreter_active():
 
 @contextlib.contextmanager
 def only_programs(axis0_ids):
-    """Run only these axis-0 program ids in every interpreted launch inside the block."""
+    """Run only these axis-0 program ids in every interpreted launch inside the block.
+
+    ``axis0_ids`` is a list for every kernel, or a dict from kernel name to list (kernels not
+    named run whole).
+    """
     require_supported_triton()
     from triton.runtime import interpreter
 
-    ids = sorted({int(i) for i in axis0_ids})
-    if not ids or ids[0] < 0:
-        raise ValueError(f"program ids must be non-negative and not empty; got {ids[:4]}")
+    per_kernel = axis0_ids if isinstance(axis0_ids, dict) else None
+    selections = {name: sorted({int(i) for i in ids})
+                  for name, ids in (per_kernel or {None: axis0_ids}).items()}
+    for name, ids in selections.items():
+        if not ids or ids[0] < 0:
+            raise ValueError(f"program ids of {name or 'every kernel'} must be non-negative and "
+                             f"not empty; got {ids[:4]}")
     real_grid = {}
+    state = {"ids": None}
     original_call = interpreter.GridExecutor.__call__
     builder = interpreter.InterpreterBuilder
     original_pid = builder.create_get_program_id
     original_nprog = builder.create_get_num_programs
 
     def call(executor, *args, **kwargs):
+        name = executor.fn.__name__
+        if per_kernel is not None and name not in per_kernel:
+            state["ids"] = None
+            return original_call(executor, *args, **kwargs)
+        ids = selections[name if per_kernel is not None else None]
         grid = executor.grid
 
         def selected(meta):
             full = tuple(grid(meta) if callable(grid) else grid)
             full = full + (1, ) * (3 - len(full))
             if ids[-1] >= full[0]:
-                raise ValueError(f"program id {ids[-1]} is outside the launch grid {full}")
+                raise ValueError(f"program id {ids[-1]} is outside the launch grid {full} of {name}")
             real_grid["dims"] = full
             return (len(ids), full[1], full[2])
 
         executor.grid = selected
+        state["ids"] = ids
         try:
             return original_call(executor, *args, **kwargs)
         finally:
             executor.grid = grid
+            state["ids"] = None
 
     def program_id(self, axis):
         handle = original_pid(self, axis)
-        if axis == 0:
-            handle.data = np.array([ids[self.grid_idx[0]]], dtype=np.int32)
+        if axis == 0 and state["ids"] is not None:
+            handle.data = np.array([state["ids"][self.grid_idx[0]]], dtype=np.int32)
         return handle
 
     def num_programs(self, axis):
         handle = original_nprog(self, axis)
-        if axis == 0:
+        if axis == 0 and state["ids"] is not None:
             handle.data = np.array([real_grid["dims"][0]], dtype=np.int32)
         return handle
 

@@ -1,0 +1,28 @@
+"""Shared shape of the cases whose huge tensor is the logits: each row maps to request slot 0,
+and the planted rows are judged against the reference on their own data and against row 0."""
+
+import torch
+
+from harness.compare import assert_rows_equal
+
+
+class LogitsRowsCase:
+    vocab = 2**17
+    dtype = torch.float32
+
+    def programs(self, layout):
+        return [0, *layout.poison_rows, *layout.check_rows]
+
+    def extra_bytes(self, layout):
+        return layout.rows * 64
+
+    def slots(self, layout, device):
+        return torch.zeros(layout.rows, dtype=torch.int32, device=device)
+
+    def check(self, produced, logits, inputs, layout, planted):
+        for row in (0, ) + layout.poison_rows + layout.check_rows:
+            self.check_row(produced, row, planted[row], inputs,
+                           f"row {row} against the reference on its own input")
+        for row in layout.check_rows:
+            assert_rows_equal(produced[row], produced[0], f"row {row} against row 0", row,
+                              layout.row_stride)

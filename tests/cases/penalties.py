@@ -1,0 +1,144 @@
+"""Huge cases for ``kernels.penalties``: the highest logits rows; a huge ``output_bin_counts
+[max_num_reqs, V]`` read at a high slot; a huge token history counted at a high slot."""
+
+import torch
+
+import reference.penalties as reference
+from harness.compare import assert_rows_close, assert_rows_equal
+from tests.cases._rows import LogitsRowsCase
+
+VOCAB = 2**17
+PENALTIES = (1.3, 0.4, 0.25)  # repetition, frequency, presence
+
+
+def _penalty_tables(device, slots):
+    return [torch.full((slots, ), value, device=device) for value in PENALTIES]
+
+
+class PenaltiesLogitsCase(LogitsRowsCase):
+    name = "apply_penalties"
+    module = "kernels.penalties"
+
+    def prepare(self, logits, layout):
+        device = logits.device
+        counts = torch.zeros(1, VOCAB, dtype=torch.int32, device=device)
+        counts[0, ::97] = 2
+        mask = torch.zeros(1, VOCAB // 32, dtype=torch.int32, device=device)
+        mask[0, ::5] = 0x55555555
+        zeros = torch.zeros(layout.rows, dtype=torch.int32, device=device)
+        return {"args": [self.slots(layout, device), zeros, zeros, *_penalty_tables(device, 1),
+                         mask, counts]}
+
+    def launch(self, module, logits, inputs, layout, interpreted):
+        module.apply_penalties(logits, *inputs["args"])
+        return logits
+
+    def check_row(self, produced, row, planted, inputs, what):
+        expected = planted[None].clone()
+        args = [a[:1].cpu() if i < 3 else a.cpu() for i, a in enumerate(inputs["args"])]
+        reference.apply_penalties(expected, *args)
+        assert_rows_close(produced[row], expected[0], what, torch.float32)
+
+
+class PenaltyCountsCase:
+    """The huge tensor is ``output_bin_counts``, one row per request slot."""
+
+    name = "apply_penalties (output_bin_counts)"
+    module = "kernels.penalties"
+    vocab = VOCAB
+    dtype = torch.int32
+
+    def random_row(self, generator, width):
+        return torch.randint(0, 3, (width, ), generator=generator, dtype=torch.int32,
+                             device=generator.device)
+
+    def _slots(self, layout):
+        return (0, ) + layout.poison_rows + layout.check_rows
+
+    def programs(self, layout):
+        return list(range(len(self._slots(layout))))
+
+    def extra_bytes(self, layout):
+        return layout.rows * (VOCAB // 8 + 64)
+
+    def prepare(self, counts, layout):
+        device = counts.device
+        slots = self._slots(layout)
+        rows = len(slots)
+        logits = torch.randn(VOCAB, generator=torch.Generator().manual_seed(3))
+        zeros = torch.zeros(rows, dtype=torch.int32, device=device)
+        return {"logits": logits.expand(rows, -1).contiguous().to(device), "source": logits,
+                "args": [torch.tensor(slots, dtype=torch.int32, device=device), zeros, zeros,
+                         *_penalty_tables(device, layout.rows),
+                         torch.zeros(layout.rows, VOCAB // 32, dtype=torch.int32, device=device),
+                         counts]}
+
+    def launch(self, module, counts, inputs, layout, interpreted):
+        module.apply_penalties(inputs["logits"], *inputs["args"])
+        return inputs["logits"]
+
+    def check(self, produced, counts, inputs, layout, planted):
+        slots = self._slots(layout)
+        for index, slot in enumerate(slots):
+            expected = inputs["source"][None].clone()
+            one_row = torch.zeros(1, dtype=torch.int32)
+            tables = [t[:1].cpu() for t in inputs["args"][3:7]]
+            reference.apply_penalties(expected, one_row, one_row, one_row, *tables,
+                                      planted[slot][None])
+            assert_rows_close(produced[index], expected[0],
+                              f"row penalised from slot {slot} (counts row starts at slot * V)",
+                              torch.float32, slot, layout.row_stride)
+
+
+class BincountHistoryCase:
+    """The huge tensor is the token history; counts and bitsets are rebuilt at a high slot."""
+
+    name = "build_penalty_state (token history)"
+    module = "kernels.penalties"
+    vocab = 2**20  # max_model_len
+    dtype = torch.int32
+    vocab_size = 4096
+    prompt = 1000
+    tail = 3000  # tokens counted: the prompt, then the last `tail` positions minus the prompt
+
+    def random_row(self, generator, width):
+        return torch.randint(0, self.vocab_size, (width, ), generator=generator, dtype=torch.int32,
+                             device=generator.device)
+
+    def _slots(self, layout):
+        return (0, ) + layout.check_rows
+
+    def programs(self, layout):
+        return list(range(len(self._slots(layout))))
+
+    def extra_bytes(self, layout):
+        return layout.rows * (self.vocab_size * 5 // 4 + 64)
+
+    def prepare(self, history, layout):
+        device = history.device
+        return {"idx_mapping": torch.tensor(self._slots(layout), dtype=torch.int32, device=device),
+                "all_token_ids": history,
+                "prompt_len": torch.full((layout.rows, ), self.prompt, dtype=torch.int32, device=device),
+                "total_len": torch.full((layout.rows, ), self.tail, dtype=torch.int32, device=device),
+                "prompt_bin_mask": torch.zeros(layout.rows, self.vocab_size // 32, dtype=torch.int32,
+                                               device=device),
+                "output_bin_counts": torch.zeros(layout.rows, self.vocab_size, dtype=torch.int32,
+                                                 device=device)}
+
+    def launch(self, module, history, inputs, layout, interpreted):
+        module.build_penalty_state(**inputs)
+
+    def check(self, produced, history, inputs, layout, planted):
+        tokens = planted[0][:self.tail].long()
+        counts = torch.bincount(tokens[self.prompt:], minlength=self.vocab_size).int()
+        for slot in self._slots(layout):
+            assert_rows_equal(inputs["output_bin_counts"][slot], counts,
+                              f"counts of slot {slot} (history row starts at slot * max_model_len)",
+                              slot, layout.row_stride)
+            assert_rows_equal(inputs["prompt_bin_mask"][slot], inputs["prompt_bin_mask"][0],
+                              f"prompt bitset of slot {slot}", slot, layout.row_stride)
+
+
+PENALTIES_CASE = PenaltiesLogitsCase()
+PENALTY_COUNTS = PenaltyCountsCase()
+BINCOUNT_HISTORY = BincountHistoryCase()
