@@ -10,7 +10,8 @@ The noise ``g = -log(-log(1 - u))`` (fp32; ``-log(-log(u))`` on a 64-bit uniform
 ``use_fp64``) comes from Triton's Philox generator keyed by ``(seed[req], pos[row], v)``, never by the row index, so a copy of a row with the same slot and position samples the
 same token. The optional side output stores each row's scaled logits into
 ``output_processed_logits [R, K, V]`` at ``[req, col]`` (``col`` from
-``output_processed_logits_col``: one int for all rows, or one per row; 0 when absent).
+``output_processed_logits_col``: one int for all rows, or one per row; 0 when absent). Rows
+that share a ``(req, col)`` race for it; the engine gives each row its own.
 
 Each program handles one (row, 1024-entry block) and writes the block's best (value, id); the
 host then picks the best block per row.
