@@ -18,7 +18,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-WIDE_TYPES = ("int64", "uint64")
+# Only signed widening is undone: indices are signed, while a uint64 conversion is arithmetic
+# (random bits assembled from two uint32 words) that the twin must keep to stay the same kernel.
+WIDE_TYPES = ("int64", )
 TWIN_ORIGINS = {}  # generated twin file -> the kernel file it was derived from
 
 

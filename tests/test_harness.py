@@ -67,6 +67,17 @@ def test_twin_undoes_each_widening_in_place():
 
 
 @pytest.mark.selftest
+def test_twin_keeps_unsigned_conversions():
+    """A uint64 conversion assembles random bits; undoing it would change the kernel itself."""
+    source = ("@triton.jit\ndef k(hi, lo, r):\n"
+              "    bits = (hi.to(tl.uint64) << 32) | lo.to(tl.uint64)\n"
+              "    row = r.to(tl.int64)\n")
+    twin, widenings = twin_source(source)
+    assert [w.text for w in widenings] == ["r.to(tl.int64)"]
+    assert "hi.to(tl.uint64) << 32" in twin
+
+
+@pytest.mark.selftest
 def test_twin_leaves_code_outside_jit_functions_alone():
     source = "import triton\nx = y.to(tl.int64)\n@triton.jit\ndef k(a):\n    b = a.to(tl.int64)\n"
     twin, widenings = twin_source(source)

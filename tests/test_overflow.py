@@ -143,26 +143,9 @@ def test_gpu_huge_case_passes(case_name, mode, record_property):
     assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
 
 
-# Seen on an H200: the aliased twin read the wrong draft slot, yet sampled the same tokens,
-# so this oracle is not yet sensitive enough there (the interpreter catches it).
-KNOWN_GPU_GAPS = {("rejection_sample (draft logits)", "aliased"):
-                  "the wrong draft slot's logits gave the same tokens on the GPU"}
-
-
-def _gpu_twin_cells():
-    cells = _cells("gpu dense huge", "twin", *MODES)
-    for index, cell in enumerate(cells):
-        name, mode = cell.values
-        gap = KNOWN_GPU_GAPS.get((CASES[name].name, mode))
-        if gap:
-            cells[index] = pytest.param(*cell.values, id=cell.id,
-                                        marks=[*cell.marks, pytest.mark.xfail(reason=gap)])
-    return cells
-
-
 @pytest.mark.gpu
 @pytest.mark.huge
-@pytest.mark.parametrize("case_name, mode", _gpu_twin_cells())
+@pytest.mark.parametrize("case_name, mode", _cells("gpu dense huge", "twin", *MODES))
 def test_gpu_huge_case_catches_twin(case_name, mode, record_property):
     """Dense on the device, the int32 twin faults or produces a wrong row; either is caught."""
     outcome = _run(case_name, mode, "dense-device", twin=True, wrap_check=False,

@@ -117,10 +117,16 @@ class RejectionDraftSlotsCase:
         rows = ROWS * len(slots)
         inputs, _ = _common(rows, layout.rows, device, generator)
         table = drafts.view(layout.rows, STEPS, VOCAB)
+        # The target equals slot 0's draft, so every draft is accepted (p = q); rows a wrap can
+        # land on favour the proposals far more, so a wrong draft read rejects at once.
+        source = torch.cat([table[0].cpu(), source[STEPS:]])
         proposals = torch.zeros(rows, dtype=torch.int64)
-        proposals[1:ROWS] = table[0, :, :].cpu().argmax(1)  # the draft's favourites
+        proposals[1:ROWS] = source[:STEPS].argmax(1)
         for index in range(1, len(slots)):
             proposals[index * ROWS:(index + 1) * ROWS] = proposals[:ROWS]
+        for slot in layout.poison_rows:
+            for near in (slot, slot + 1):
+                table[near, :, proposals[1:ROWS].to(device)] = 50.0
         inputs.update(target=source.repeat(len(slots), 1).to(device), draft_logits=table,
                       draft_sampled=proposals.to(device),
                       idx_mapping=torch.tensor(slots, dtype=torch.int32, device=device),
