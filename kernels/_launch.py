@@ -91,3 +91,10 @@ def check_value_range(values, name, low, high, check_values=True):
     bad = ~((values >= low) & (values <= high))
     if bool(bad.any()):
         raise ValueError(f"{name} must lie in [{low}, {high}]; got {values[bad][0].item()}")
+
+
+def check_local_positions(local_pos, n_rows):
+    """Each row's position within its request must not reach back before row 0."""
+    rows = torch.arange(n_rows, device=local_pos.device)
+    if n_rows and bool(((local_pos < 0) | (local_pos > rows)).any()):
+        raise ValueError("expanded_local_pos must lie in [0, row]: a row cannot start before row 0")

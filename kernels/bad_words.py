@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import check_index_range, check_logits, check_table
+from kernels._launch import check_index_range, check_local_positions, check_logits, check_table
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -116,8 +116,7 @@ def _check_bad_word_values(args):
     check_index_range(mapping, "expanded_idx_mapping", args["num_bad_words"].numel())
     if n_rows == 0:
         return
-    if bool(((local_pos < 0) | (local_pos > torch.arange(n_rows, device=local_pos.device))).any()):
-        raise ValueError("expanded_local_pos must lie in [0, row]: a row cannot start before row 0")
+    check_local_positions(local_pos, n_rows)
     num, offsets = args["num_bad_words"], args["bad_word_offsets"]
     bad = (num < 0) | (num > args["max_num_bad_words"])
     if bool(bad.any()):

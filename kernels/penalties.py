@@ -22,7 +22,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import check_index_range, check_logits, check_table, check_value_range
+from kernels._launch import (check_index_range, check_local_positions, check_logits, check_table,
+                             check_value_range)
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _BLOCK = 8192
@@ -161,9 +162,7 @@ def apply_penalties(logits, expanded_idx_mapping, token_ids, expanded_local_pos,
     if check_values:
         check_index_range(expanded_idx_mapping, "expanded_idx_mapping", slots)
         check_value_range(repetition_penalty, "repetition_penalty", 1e-30, float("inf"))
-        rows = torch.arange(n_rows, device=device)
-        if bool(((expanded_local_pos < 0) | (expanded_local_pos > rows)).any()):
-            raise ValueError("expanded_local_pos must lie in [0, row]: a row cannot start before row 0")
+        check_local_positions(expanded_local_pos, n_rows)
     if n_rows == 0 or vocab_size == 0:
         return
     _penalties_kernel[(n_rows, triton.cdiv(vocab_size, _BLOCK))](
