@@ -107,3 +107,64 @@ class BadWordsHistoryCase:
 
 BAD_WORDS = BadWordsLogitsCase()
 BAD_WORDS_HISTORY = BadWordsHistoryCase()
+
+
+class BadWordTokensTableCase:
+    """The huge tensor is ``bad_word_token_ids [max_num_reqs, 1024]``, one row per slot: each row
+    opens with one bad word (8, 15, X), which matches HISTORY's end and so masks X."""
+
+    name = "apply_bad_words (bad-word tokens table)"
+    module = "kernels.bad_words"
+    vocab = 1024  # table width
+    dtype = torch.int32
+    vocab_size = 4096
+
+    def random_row(self, generator, width):
+        row = torch.randint(200, self.vocab_size - 1, (width, ), generator=generator,
+                            dtype=torch.int32, device=generator.device)
+        row.view(-1, width)[:, :2] = torch.tensor([8, 15], dtype=torch.int32, device=row.device)
+        return row
+
+    def _slots(self, layout):
+        return (0, ) + layout.poison_rows + layout.check_rows
+
+    def programs(self, layout):
+        return list(range(len(self._slots(layout))))
+
+    def extra_bytes(self, layout):
+        return layout.rows * 32
+
+    def prepare(self, table, layout):
+        device = table.device
+        slots = self._slots(layout)
+        rows, reqs = len(slots), layout.rows
+        return {"expanded_idx_mapping": torch.tensor(slots, dtype=torch.int32, device=device),
+                "bad_word_token_ids": table,
+                "bad_word_offsets": torch.tensor([[0, 3]], dtype=torch.int32, device=device).expand(reqs, -1).contiguous(),
+                "num_bad_words": torch.ones(reqs, dtype=torch.int32, device=device),
+                "all_token_ids": torch.tensor([HISTORY], dtype=torch.int32, device=device).expand(reqs, -1).contiguous(),
+                "prompt_len": torch.zeros(reqs, dtype=torch.int32, device=device),
+                "total_len": torch.full((reqs, ), len(HISTORY), dtype=torch.int32, device=device),
+                "input_ids": torch.zeros(rows, dtype=torch.int32, device=device),
+                "expanded_local_pos": torch.zeros(rows, dtype=torch.int32, device=device),
+                "logits": torch.zeros(rows, self.vocab_size, device=device)}
+
+    def launch(self, module, table, inputs, layout, interpreted):
+        tables = dict(inputs)
+        logits = tables.pop("logits")
+        module.apply_bad_words(logits, **tables, max_num_bad_words=1, check_values=not interpreted)
+        return logits
+
+    def check(self, produced, table, inputs, layout, planted):
+        for index, slot in enumerate(self._slots(layout)):
+            expected = torch.zeros(self.vocab_size)
+            word = planted[slot][:3].tolist()
+            if word[:2] == list(HISTORY[1:]):
+                expected[word[2]] = float("-inf")
+            assert_rows_equal(produced[index], expected,
+                              f"row masked by slot {slot} (bad-word row starts at slot * 1024)",
+                              slot, layout.row_stride)
+        assert bool(produced[0].isinf().any()), "slot 0's word must match (the case plants it)"
+
+
+BAD_WORD_TOKENS_TABLE = BadWordTokensTableCase()

@@ -43,3 +43,63 @@ class LogitBiasCase(LogitsRowsCase):
 
 
 LOGIT_BIAS = LogitBiasCase()
+
+
+class AllowedIdsTableCase:
+    """The huge tensor is ``allowed_token_ids [max_num_reqs, 1024]``, one row per request slot:
+    2**21 slots, as many as a 1024-wide per-request table needs to pass 2**31 entries."""
+
+    name = "apply_logit_bias (allowed ids table)"
+    module = "kernels.logit_bias"
+    vocab = 1024  # table width
+    dtype = torch.int32
+    vocab_size = 4096
+    allowed = 16
+
+    def random_row(self, generator, width):
+        return torch.randint(0, self.vocab_size, (width, ), generator=generator, dtype=torch.int32,
+                             device=generator.device)
+
+    def _slots(self, layout):
+        return (0, ) + layout.check_rows
+
+    def programs(self, layout):
+        return list(range(len(self._slots(layout))))
+
+    def extra_bytes(self, layout):
+        return layout.rows * 32
+
+    def prepare(self, table, layout):
+        device = table.device
+        slots = self._slots(layout)
+        rows, reqs = len(slots), layout.rows
+
+        def column(value, dtype=torch.int32):
+            return torch.full((reqs, 1), value, dtype=dtype, device=device)
+
+        def count(value):
+            return torch.full((reqs, ), value, dtype=torch.int32, device=device)
+
+        logits = torch.randn(self.vocab_size, generator=torch.Generator().manual_seed(4))
+        return {"source": logits,
+                "logits": logits.expand(rows, -1).contiguous().to(device),
+                "args": (torch.tensor(slots, dtype=torch.int32, device=device),
+                         torch.zeros(rows, dtype=torch.int64, device=device),
+                         count(self.allowed), table, count(0), column(0), column(0.0, torch.float32),
+                         count(0), count(0), column(0))}
+
+    def launch(self, module, table, inputs, layout, interpreted):
+        module.apply_logit_bias(inputs["logits"], *inputs["args"], check_values=not interpreted)
+        return inputs["logits"]
+
+    def check(self, produced, table, inputs, layout, planted):
+        expected = torch.full((self.vocab_size, ), float("-inf"))
+        kept = planted[0][:self.allowed].long()
+        expected[kept] = inputs["source"][kept]
+        for index, slot in enumerate(self._slots(layout)):
+            assert_rows_close(produced[index], expected,
+                              f"row filtered by slot {slot} (allowed-ids row starts at slot * 1024)",
+                              torch.float32, slot, layout.row_stride)
+
+
+ALLOWED_IDS_TABLE = AllowedIdsTableCase()
