@@ -5,7 +5,7 @@ import torch
 
 import reference.bad_words as reference
 from harness.compare import assert_rows_equal
-from tests.cases._rows import LogitsRowsCase
+from tests.cases._rows import LogitsRowsCase, SlotTableCase
 
 HISTORY = (4, 8, 15)  # the last output tokens of every planted history
 WORDS = ((8, 15, 42), (15, 77), (99, 100, 101), (123, ))
@@ -49,33 +49,23 @@ class BadWordsLogitsCase(LogitsRowsCase):
         assert_rows_equal(produced[row], expected[0], what)
 
 
-class BadWordsHistoryCase:
+class BadWordsHistoryCase(SlotTableCase):
     """The huge tensor is the token history, one row per request slot."""
 
     name = "apply_bad_words (token history)"
     module = "kernels.bad_words"
     vocab = 2**20  # max_model_len
-    dtype = torch.int32
     vocab_size = 1024
+    ID_RANGE = (200, 1000)
 
     def random_row(self, generator, width):
-        row = torch.randint(200, 1000, (width, ), generator=generator, dtype=torch.int32,
-                            device=generator.device)
+        row = super().random_row(generator, width)
         row[-len(HISTORY):] = torch.tensor(HISTORY, dtype=torch.int32)
         return row
 
-    def _slots(self, layout):
-        return (0, ) + layout.poison_rows + layout.check_rows
-
-    def programs(self, layout):
-        return list(range(len(self._slots(layout))))
-
-    def extra_bytes(self, layout):
-        return layout.rows * 64
-
     def prepare(self, history, layout):
         device = history.device
-        slots = self._slots(layout)
+        slots = self.slots(layout)
         words, offsets, num = _word_tables(device, layout.rows)
         rows = len(slots)
         return {"expanded_idx_mapping": torch.tensor(slots, dtype=torch.int32, device=device),
@@ -96,7 +86,7 @@ class BadWordsHistoryCase:
     def check(self, produced, history, inputs, layout, planted):
         expected = torch.zeros(self.vocab_size)
         expected[list(MASKED)] = float("-inf")
-        slots = self._slots(layout)
+        slots = self.slots(layout)
         for index, slot in enumerate(slots):
             if slot in layout.poison_rows:
                 continue
@@ -109,34 +99,24 @@ BAD_WORDS = BadWordsLogitsCase()
 BAD_WORDS_HISTORY = BadWordsHistoryCase()
 
 
-class BadWordTokensTableCase:
+class BadWordTokensTableCase(SlotTableCase):
     """The huge tensor is ``bad_word_token_ids [max_num_reqs, 1024]``, one row per slot: each row
     opens with one bad word (8, 15, X), which matches HISTORY's end and so masks X."""
 
     name = "apply_bad_words (bad-word tokens table)"
     module = "kernels.bad_words"
     vocab = 1024  # table width
-    dtype = torch.int32
     vocab_size = 4096
+    ID_RANGE = (200, vocab_size - 1)
 
     def random_row(self, generator, width):
-        row = torch.randint(200, self.vocab_size - 1, (width, ), generator=generator,
-                            dtype=torch.int32, device=generator.device)
-        row.view(-1, width)[:, :2] = torch.tensor([8, 15], dtype=torch.int32, device=row.device)
+        row = super().random_row(generator, width)
+        row[:2] = torch.tensor([8, 15], dtype=torch.int32, device=row.device)
         return row
-
-    def _slots(self, layout):
-        return (0, ) + layout.poison_rows + layout.check_rows
-
-    def programs(self, layout):
-        return list(range(len(self._slots(layout))))
-
-    def extra_bytes(self, layout):
-        return layout.rows * 32
 
     def prepare(self, table, layout):
         device = table.device
-        slots = self._slots(layout)
+        slots = self.slots(layout)
         rows, reqs = len(slots), layout.rows
         return {"expanded_idx_mapping": torch.tensor(slots, dtype=torch.int32, device=device),
                 "bad_word_token_ids": table,
@@ -156,7 +136,7 @@ class BadWordTokensTableCase:
         return logits
 
     def check(self, produced, table, inputs, layout, planted):
-        for index, slot in enumerate(self._slots(layout)):
+        for index, slot in enumerate(self.slots(layout)):
             expected = torch.zeros(self.vocab_size)
             word = planted[slot][:3].tolist()
             if word[:2] == list(HISTORY[1:]):

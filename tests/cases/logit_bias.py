@@ -4,7 +4,7 @@ import torch
 
 import reference.logit_bias as reference
 from harness.compare import assert_rows_close
-from tests.cases._rows import LogitsRowsCase
+from tests.cases._rows import LogitsRowsCase, SlotTableCase
 
 ALLOWED = (3, 70000, 131071, 5, 9)
 BIASED = (70000, 5, 17)
@@ -45,33 +45,21 @@ class LogitBiasCase(LogitsRowsCase):
 LOGIT_BIAS = LogitBiasCase()
 
 
-class AllowedIdsTableCase:
+class AllowedIdsTableCase(SlotTableCase):
     """The huge tensor is ``allowed_token_ids [max_num_reqs, 1024]``, one row per request slot:
     2**21 slots, as many as a 1024-wide per-request table needs to pass 2**31 entries."""
 
     name = "apply_logit_bias (allowed ids table)"
     module = "kernels.logit_bias"
     vocab = 1024  # table width
-    dtype = torch.int32
     vocab_size = 4096
     allowed = 16
-
-    def random_row(self, generator, width):
-        return torch.randint(0, self.vocab_size, (width, ), generator=generator, dtype=torch.int32,
-                             device=generator.device)
-
-    def _slots(self, layout):
-        return (0, ) + layout.check_rows
-
-    def programs(self, layout):
-        return list(range(len(self._slots(layout))))
-
-    def extra_bytes(self, layout):
-        return layout.rows * 32
+    ID_RANGE = (0, vocab_size)
+    RUN_POISON_SLOTS = False
 
     def prepare(self, table, layout):
         device = table.device
-        slots = self._slots(layout)
+        slots = self.slots(layout)
         rows, reqs = len(slots), layout.rows
 
         def column(value, dtype=torch.int32):
@@ -96,7 +84,7 @@ class AllowedIdsTableCase:
         expected = torch.full((self.vocab_size, ), float("-inf"))
         kept = planted[0][:self.allowed].long()
         expected[kept] = inputs["source"][kept]
-        for index, slot in enumerate(self._slots(layout)):
+        for index, slot in enumerate(self.slots(layout)):
             assert_rows_close(produced[index], expected,
                               f"row filtered by slot {slot} (allowed-ids row starts at slot * 1024)",
                               torch.float32, slot, layout.row_stride)

@@ -5,7 +5,7 @@ import torch
 
 import reference.penalties as reference
 from harness.compare import assert_rows_close, assert_rows_equal
-from tests.cases._rows import LogitsRowsCase
+from tests.cases._rows import LogitsRowsCase, SlotTableCase
 
 VOCAB = 2**17
 PENALTIES = (1.3, 0.4, 0.25)  # repetition, frequency, presence
@@ -40,30 +40,20 @@ class PenaltiesLogitsCase(LogitsRowsCase):
         assert_rows_close(produced[row], expected[0], what, torch.float32)
 
 
-class PenaltyCountsCase:
+class PenaltyCountsCase(SlotTableCase):
     """The huge tensor is ``output_bin_counts``, one row per request slot."""
 
     name = "apply_penalties (output_bin_counts)"
     module = "kernels.penalties"
     vocab = VOCAB
-    dtype = torch.int32
-
-    def random_row(self, generator, width):
-        return torch.randint(0, 3, (width, ), generator=generator, dtype=torch.int32,
-                             device=generator.device)
-
-    def _slots(self, layout):
-        return (0, ) + layout.poison_rows + layout.check_rows
-
-    def programs(self, layout):
-        return list(range(len(self._slots(layout))))
+    ID_RANGE = (0, 3)
 
     def extra_bytes(self, layout):
         return layout.rows * (VOCAB // 8 + 64)
 
     def prepare(self, counts, layout):
         device = counts.device
-        slots = self._slots(layout)
+        slots = self.slots(layout)
         rows = len(slots)
         logits = torch.randn(VOCAB, generator=torch.Generator().manual_seed(3))
         zeros = torch.zeros(rows, dtype=torch.int32, device=device)
@@ -78,7 +68,7 @@ class PenaltyCountsCase:
         return inputs["logits"]
 
     def check(self, produced, counts, inputs, layout, planted):
-        slots = self._slots(layout)
+        slots = self.slots(layout)
         for index, slot in enumerate(slots):
             expected = inputs["source"][None].clone()
             one_row = torch.zeros(1, dtype=torch.int32)
@@ -90,33 +80,24 @@ class PenaltyCountsCase:
                               torch.float32, slot, layout.row_stride)
 
 
-class BincountHistoryCase:
+class BincountHistoryCase(SlotTableCase):
     """The huge tensor is the token history; counts and bitsets are rebuilt at a high slot."""
 
     name = "build_penalty_state (token history)"
     module = "kernels.penalties"
     vocab = 2**20  # max_model_len
-    dtype = torch.int32
     vocab_size = 4096
     prompt = 1000
     tail = 3000  # tokens counted: the prompt, then the last `tail` positions minus the prompt
-
-    def random_row(self, generator, width):
-        return torch.randint(0, self.vocab_size, (width, ), generator=generator, dtype=torch.int32,
-                             device=generator.device)
-
-    def _slots(self, layout):
-        return (0, ) + layout.check_rows
-
-    def programs(self, layout):
-        return list(range(len(self._slots(layout))))
+    ID_RANGE = (0, vocab_size)
+    RUN_POISON_SLOTS = False
 
     def extra_bytes(self, layout):
         return layout.rows * (self.vocab_size * 5 // 4 + 64)
 
     def prepare(self, history, layout):
         device = history.device
-        return {"idx_mapping": torch.tensor(self._slots(layout), dtype=torch.int32, device=device),
+        return {"idx_mapping": torch.tensor(self.slots(layout), dtype=torch.int32, device=device),
                 "all_token_ids": history,
                 "prompt_len": torch.full((layout.rows, ), self.prompt, dtype=torch.int32, device=device),
                 "total_len": torch.full((layout.rows, ), self.tail, dtype=torch.int32, device=device),
@@ -131,7 +112,7 @@ class BincountHistoryCase:
     def check(self, produced, history, inputs, layout, planted):
         tokens = planted[0][:self.tail].long()
         counts = torch.bincount(tokens[self.prompt:], minlength=self.vocab_size).int()
-        for slot in self._slots(layout):
+        for slot in self.slots(layout):
             assert_rows_equal(inputs["output_bin_counts"][slot], counts,
                               f"counts of slot {slot} (history row starts at slot * max_model_len)",
                               slot, layout.row_stride)
