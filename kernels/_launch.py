@@ -24,19 +24,6 @@ def check_logits(logits, name, dtypes):
                          f"{logits.size(1)}")
 
 
-def check_row_vector(values, name, n_rows, device, dtypes):
-    if not isinstance(values, torch.Tensor):
-        raise ValueError(f"{name} must be a torch.Tensor; got {type(values).__name__}")
-    if values.dtype not in dtypes:
-        raise ValueError(f"{name} must have dtype in {_names(dtypes)}; got {values.dtype}")
-    if tuple(values.shape) != (n_rows, ):
-        raise ValueError(f"{name} must have shape ({n_rows},); got {tuple(values.shape)}")
-    if values.device != device:
-        raise ValueError(f"{name} is on {values.device} but logits are on {device}")
-    if n_rows > 1 and values.stride(0) != 1:
-        raise ValueError(f"{name} must be contiguous; got stride {values.stride(0)}")
-
-
 def check_index_range(indices, name, upper):
     """Every entry of ``indices`` must lie in [0, upper)."""
     if indices.numel() == 0:
@@ -67,18 +54,19 @@ def _names(dtypes):
 
 
 def check_table(values, name, rows, device, dtypes, width=None):
-    """A per-request table: ``[rows]`` (or ``[rows, width]``) of ``dtypes`` on ``device``."""
+    """A 1-D ``[rows]`` or 2-D ``[rows, width]`` tensor of ``dtypes`` on ``device``, contiguous in
+    its last dimension; ``rows`` None accepts any length and ``width`` -1 any width."""
     if not isinstance(values, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor; got {type(values).__name__}")
     if values.dtype not in dtypes:
         raise ValueError(f"{name} must have dtype in {_names(dtypes)}; got {values.dtype}")
     if values.device != device:
         raise ValueError(f"{name} is on {values.device} but logits are on {device}")
-    want = 1 if width is None else 2
-    if values.dim() != want or (rows is not None and values.size(0) != rows) or (
-            width is not None and width != -1 and values.size(1) != width):
-        shape = f"({rows if rows is not None else 'N'}" + ("" if width is None else f", {width if width != -1 else 'W'}") + ")"
-        raise ValueError(f"{name} must have shape {shape}; got {tuple(values.shape)}")
+    want = (rows, ) if width is None else (rows, width)
+    actual = tuple(values.shape)
+    if len(actual) != len(want) or any(w not in (None, -1) and w != a for w, a in zip(want, actual)):
+        shown = ", ".join("N" if w is None else "W" if w == -1 else str(w) for w in want)
+        raise ValueError(f"{name} must have shape ({shown}{',' if len(want) == 1 else ''}); got {actual}")
     if values.numel() and values.stride(-1) != 1:
         raise ValueError(f"{name} must be contiguous in its last dimension; got strides "
                          f"{tuple(values.stride())}")

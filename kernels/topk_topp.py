@@ -29,11 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import (
-    check_logits,
-    check_row_vector,
-    persistent_programs,
-)
+from kernels._launch import check_logits, check_table, persistent_programs
 
 SCRATCH = 1024  # entries gathered into registers for the exact cutoffs
 _BLOCK = 8192  # vocab entries per loop step
@@ -323,11 +319,11 @@ def apply_top_k_top_p(
     check_logits(logits, "logits", dtypes=(torch.float32, ))
     n_rows, vocab_size = logits.shape
     if k is not None:
-        check_row_vector(k, "k", n_rows, logits.device, (torch.int32, ))
+        check_table(k, "k", n_rows, logits.device, (torch.int32, ))
         if check_values and n_rows and bool((k < 1).any()):
             raise ValueError(f"k must be >= 1 in every row; got min(k) = {int(k.min())}")
     if p is not None:
-        check_row_vector(p, "p", n_rows, logits.device, (torch.float32, ))
+        check_table(p, "p", n_rows, logits.device, (torch.float32, ))
         if check_values and n_rows and bool(((p <= 0) | (p > 1) | p.isnan()).any()):
             bad = p[(p <= 0) | (p > 1) | p.isnan()][0].item()
             raise ValueError(f"p must lie in (0, 1] in every row; got {bad}")
