@@ -31,7 +31,7 @@ def test_lint_flags_each_planted_product():
     assert done.returncode == 1, done.stdout + done.stderr
     for kernel in ("program_id_times_stride_kernel", "loaded_index_times_stride_kernel",
                    "loop_variable_times_stride_kernel", "product_in_helper_kernel",
-                   "widened_too_late_kernel"):
+                   "widened_too_late_kernel", "bounded_without_reason_kernel"):
         assert f": {kernel}: i32 multiply feeds a pointer offset" in done.stdout, done.stdout
     assert "tests/planted/overflowing.py:14:" in done.stdout
 
@@ -39,9 +39,10 @@ def test_lint_flags_each_planted_product():
 @pytest.mark.selftest
 @pytest.mark.static
 def test_lint_passes_widened_kernels():
+    """Widened kernels, and a product marked bounded with its reason, have no finding."""
     done = _lint(PLANTED / "safe.py")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "4 kernels checked, 0 with findings" in done.stdout
+    assert "5 kernels checked, 0 with findings" in done.stdout
 
 
 @pytest.mark.selftest
@@ -50,6 +51,16 @@ def test_lint_exits_2_when_there_is_nothing_to_check(tmp_path):
     (tmp_path / "empty.py").write_text("x = 1\n")
     done = _lint(tmp_path / "empty.py")
     assert done.returncode == 2 and "no @triton.jit kernel" in done.stdout
+
+
+@pytest.mark.selftest
+@pytest.mark.static
+def test_lint_honours_a_bounded_marker_only_with_its_reason():
+    """`# overflow-lint: bounded by <reason>` silences its line; the bare marker does not."""
+    safe = _lint(PLANTED / "safe.py")
+    assert "bounded_block_product_kernel" not in safe.stdout, safe.stdout
+    flagged = _lint(PLANTED / "overflowing.py")
+    assert ": bounded_without_reason_kernel: i32 multiply" in flagged.stdout, flagged.stdout
 
 
 @pytest.mark.selftest
