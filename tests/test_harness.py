@@ -70,7 +70,8 @@ def test_twin_undoes_each_widening_in_place():
     twin, widenings = twin_source(source)
     assert [w.text for w in widenings] == ["tl.program_id(0).to(tl.int64)",
                                           "tl.load(slot_ptr + tl.program_id(0)).to(tl.int64)",
-                                          "tl.cast(row, tl.int64)"]
+                                          "tl.cast(row, tl.int64)",
+                                          "tl.program_id(0).to(tl.int64)"]
     assert len(twin.splitlines()) == len(source.splitlines())
     assert "row = tl.program_id(0)\n" in twin
     assert "x_ptr + row * stride" in twin
