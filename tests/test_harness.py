@@ -1,8 +1,5 @@
 """Self-tests of the harness: each detector on planted bugs, and fault isolation."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,22 +9,17 @@ from harness.huge import first_wrapping_row, huge_layout, landing_row, wrapped_o
 from harness.isolation import run_isolated
 from harness.memory import DenseDeviceMemory
 from harness.twin import twin_source
+from tests.lint_cli import run_lint
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANTED = ROOT / "tests" / "planted"
-NO_INTERPRETER = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-
-
-def _lint(*args):
-    return subprocess.run([sys.executable, "-m", "harness", "lint", *map(str, args)], cwd=ROOT,
-                          env=NO_INTERPRETER, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.selftest
 @pytest.mark.static
 def test_lint_flags_each_planted_product():
     """Program id, loaded index, loop variable, helper and too-late widening: each is found."""
-    done = _lint(PLANTED / "overflowing.py")
+    done = run_lint(PLANTED / "overflowing.py")
     assert done.returncode == 1, done.stdout + done.stderr
     for kernel in ("program_id_times_stride_kernel", "loaded_index_times_stride_kernel",
                    "loop_variable_times_stride_kernel", "product_in_helper_kernel",
@@ -40,7 +32,7 @@ def test_lint_flags_each_planted_product():
 @pytest.mark.static
 def test_lint_passes_widened_kernels():
     """Widened kernels, and a product marked bounded with its reason, have no finding."""
-    done = _lint(PLANTED / "safe.py")
+    done = run_lint(PLANTED / "safe.py")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "5 kernels checked, 0 with findings" in done.stdout
 
@@ -49,7 +41,7 @@ def test_lint_passes_widened_kernels():
 @pytest.mark.static
 def test_lint_exits_2_when_there_is_nothing_to_check(tmp_path):
     (tmp_path / "empty.py").write_text("x = 1\n")
-    done = _lint(tmp_path / "empty.py")
+    done = run_lint(tmp_path / "empty.py")
     assert done.returncode == 2 and "no @triton.jit kernel" in done.stdout
 
 
@@ -57,9 +49,9 @@ def test_lint_exits_2_when_there_is_nothing_to_check(tmp_path):
 @pytest.mark.static
 def test_lint_honours_a_bounded_marker_only_with_its_reason():
     """`# overflow-lint: bounded by <reason>` silences its line; the bare marker does not."""
-    safe = _lint(PLANTED / "safe.py")
+    safe = run_lint(PLANTED / "safe.py")
     assert "bounded_block_product_kernel" not in safe.stdout, safe.stdout
-    flagged = _lint(PLANTED / "overflowing.py")
+    flagged = run_lint(PLANTED / "overflowing.py")
     assert ": bounded_without_reason_kernel: i32 multiply" in flagged.stdout, flagged.stdout
 
 

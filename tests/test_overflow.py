@@ -13,14 +13,13 @@ Every huge case runs in a child process (``harness.isolation``).
 
 import functools
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.isolation import run_isolated
 from tests.cases import all_cases
+from tests.lint_cli import run_lint, run_python
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = all_cases()
@@ -46,9 +45,7 @@ def _cells(detector, role, *extra):
 
 @functools.cache
 def _lint(module_file, twins):
-    command = [sys.executable, "-m", "harness", "lint", module_file] + (["--twins"] if twins else [])
-    env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = run_lint(module_file, *(["--twins"] if twins else []))
     return done.returncode, done.stdout + done.stderr
 
 
@@ -61,10 +58,9 @@ def _launched_kernels(module_file):
     code = ("import sys, json; from harness.lint import load_modules, launched_kernels; "
             f"print(json.dumps([k.__name__ for m in load_modules([{module_file!r}]) "
             "for k in launched_kernels(m)]))")
-    env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300, check=True)
-    return __import__("json").loads(done.stdout)
+    done = run_python("-c", code)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 @pytest.mark.static
