@@ -57,12 +57,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 _cells = defaultdict(list)
+_CELL = "overflow-cell"
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    cells = []
     for mark in item.iter_markers("covers"):
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             reason = ""
@@ -70,14 +72,26 @@ def pytest_runtest_makereport(item, call):
                 reason = report.longrepr[2].removeprefix("Skipped: ")
             elif report.failed:
                 reason = str(report.longrepr).strip().splitlines()[-1][:300]
-            _cells[(mark.kwargs["kernel"], mark.kwargs["detector"])].append(
-                {"role": mark.kwargs.get("role", "fixed"), "outcome": report.outcome,
-                 "reason": reason, "test": item.nodeid})
+            cells.append((_CELL, {"kernel": mark.kwargs["kernel"],
+                                  "detector": mark.kwargs["detector"],
+                                  "role": mark.kwargs.get("role", "fixed"),
+                                  "outcome": report.outcome, "reason": reason,
+                                  "test": item.nodeid}))
+    if cells:
+        # Carried on the report, so that with pytest-xdist the outcomes reach the controller.
+        report.user_properties = [*report.user_properties, *cells]
+
+
+def pytest_runtest_logreport(report):
+    for name, cell in report.user_properties:
+        if name == _CELL:
+            cell = dict(cell)
+            _cells[(cell.pop("kernel"), cell.pop("detector"))].append(cell)
 
 
 def pytest_sessionfinish(session, exitstatus):
     path = session.config.getoption("--detector-report")
-    if path:
+    if path and not hasattr(session.config, "workerinput"):
         rows = [{"kernel": kernel, "detector": detector, "results": results}
                 for (kernel, detector), results in sorted(_cells.items())]
         with open(path, "w") as handle:
