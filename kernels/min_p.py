@@ -68,9 +68,11 @@ def _min_p_kernel(
     threshold = row_max + tl.log(min_p)
     offs = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: bounded by vocab_size
     row_ptr = logits_ptr + row * logits_stride
-    x = tl.load(row_ptr + offs, mask=offs < vocab_size, other=0.0).to(tl.float32)
-    tl.store(row_ptr + offs, tl.full((BLOCK, ), float("-inf"), tl.float32),
-             mask=(offs < vocab_size) & (x < threshold))
+    in_row = offs < vocab_size
+    x = tl.load(row_ptr + offs, mask=in_row, other=0.0).to(tl.float32)
+    # Every entry is written back: a mask that depends on the values would split the store
+    # into one access per entry and leave sectors partly written.
+    tl.store(row_ptr + offs, tl.where(x < threshold, float("-inf"), x), mask=in_row)
 
 
 def apply_min_p(logits: torch.Tensor, expanded_idx_mapping: torch.Tensor, min_p: torch.Tensor, *,
