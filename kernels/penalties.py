@@ -84,23 +84,29 @@ def _penalties_kernel(
     presence = tl.load(presence_ptr + req)
     if (repetition == 1.0) & (frequency == 0.0) & (presence == 0.0):
         return
-    vocab_ids = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: bounded by vocab_size
+    # The block as [words, 32]: one prompt-bitset word per row, its 32 bits across the columns.
+    WORDS: tl.constexpr = BLOCK // 32
+    word_ids = tl.program_id(1) * WORDS + tl.arange(0, WORDS)  # overflow-lint: bounded by vocab_size
+    bits = tl.arange(0, 32)
+    vocab_ids = word_ids[:, None] * 32 + bits[None, :]  # overflow-lint: bounded by vocab_size
     in_row = vocab_ids < vocab_size
+    words_needed = tl.where(repetition != 1.0, tl.cdiv(vocab_size, 32), 0)
+    words = tl.load(prompt_bin_mask_ptr + req * prompt_bin_mask_stride + word_ids,
+                    mask=word_ids < words_needed, other=0)
     counts = tl.load(output_bin_counts_ptr + req * output_bin_counts_stride + vocab_ids,
                      mask=in_row, other=0)
+    row_ptr = logits_ptr + row * logits_stride
+    x = tl.load(row_ptr + vocab_ids, mask=in_row, other=0.0).to(tl.float32)
     local_pos = tl.load(local_pos_ptr + row)
     first_row = row - local_pos
     for j in range(0, local_pos):
         counts += (vocab_ids == tl.load(token_ids_ptr + first_row + j + 1)).to(tl.int32)
     seen = counts > 0
-    row_ptr = logits_ptr + row * logits_stride
-    x = tl.load(row_ptr + vocab_ids, mask=in_row, other=0.0).to(tl.float32)
-    if repetition != 1.0:
-        words = tl.load(prompt_bin_mask_ptr + req * prompt_bin_mask_stride + vocab_ids // 32,
-                        mask=in_row, other=0)
-        in_prompt = ((words >> (vocab_ids % 32)) & 1) != 0
-        scale = tl.where(in_prompt | seen, repetition, 1.0)
-        x = tl.where(x > 0, x / scale, x * scale)
+    in_prompt = ((words[:, None] >> bits[None, :]) & 1) != 0
+    # Without a repetition penalty the words are 0 and both factors are 1.
+    shrink = tl.where(in_prompt | seen, 1.0 / repetition, 1.0)
+    grow = tl.where(in_prompt | seen, repetition, 1.0)
+    x = x * tl.where(x > 0, shrink, grow)
     x = x - frequency * counts.to(tl.float32) - presence * seen.to(tl.float32)
     tl.store(row_ptr + vocab_ids, x, mask=in_row)
 
