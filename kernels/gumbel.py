@@ -7,9 +7,12 @@ row by its request's temperature in place (rows with temperature 0 or 1 are left
 output_processed_logits=None, output_processed_logits_col=None, use_fp64=False) -> [T] int64``:
 ``argmax_v(x[v] / t + g(seed, pos, v))``, plain argmax (lowest id on ties) where ``t == 0``.
 The noise ``g = -log(-log(1 - u))`` (fp32; ``-log(-log(u))`` on a 64-bit uniform with
-``use_fp64``) comes from Triton's Philox generator keyed by ``(seed[req], pos[row], v)``, never by the row index, so a copy of a row with the same slot and position samples the
-same token. The optional side output stores each row's scaled logits into
-``output_processed_logits [R, K, V]`` at ``[req, col]`` (``col`` from
+``use_fp64``) comes from Triton's Philox generator keyed by ``(seed[req], pos[row], v)``, never
+by the row index, so a copy of a row with the same slot and position samples the same token.
+The fp32 path spends one Philox call on four vocab ids: ``u`` for id ``v`` converts word
+``v % 4`` of ``tl.randint4x(stream, v // 4)`` as ``tl.rand`` would (the fp64 path takes words
+0 and 1 of ``tl.randint4x(stream, v)``). The optional side output stores each row's scaled
+logits into ``output_processed_logits [R, K, V]`` at ``[req, col]`` (``col`` from
 ``output_processed_logits_col``: one int for all rows, or one per row; 0 when absent). Rows
 that share a ``(req, col)`` race for it; the engine gives each row its own.
 
@@ -58,7 +61,7 @@ def _temperature_kernel(
 @triton.jit
 def gumbel_block_argmax(
     x,  # [BLOCK] fp32 logits of this block, -inf where masked
-    vocab_ids,  # [BLOCK] global vocab ids of the block
+    block_start,  # global vocab id of the block's first entry, a multiple of 4
     mask,  # [BLOCK] lanes inside the row
     row,  # logits row (int64)
     idx_mapping_ptr,  # [n_rows] int32 request slot of each row
@@ -74,6 +77,8 @@ def gumbel_block_argmax(
     PER_ROW_COL: tl.constexpr = False,
 ):
     """Best (value, block-local index) of ``x + Gumbel noise`` after optional temperature."""
+    BLOCK: tl.constexpr = x.shape[0]
+    vocab_ids = block_start + tl.arange(0, BLOCK)  # overflow-lint: bounded by vocab_size
     # Widened: req * processed_stride passes 2**31 for slots past 2**31 / (K * V).
     req = tl.load(idx_mapping_ptr + row).to(tl.int64)
     temperature = tl.load(temperature_ptr + req)
@@ -100,7 +105,11 @@ def gumbel_block_argmax(
             uniform = tl.maximum(bits.to(tl.float64) * 5.421010862427522e-20, 2.2250738585072014e-308)
             noise = -tl.log(-tl.log(uniform))
         else:
-            uniform = tl.maximum(tl.rand(stream, vocab_ids), 4.6566127342e-10)
+            # One Philox call gives four words: word k of counter v // 4 serves vocab id v.
+            counters = block_start // 4 + tl.arange(0, BLOCK // 4)  # overflow-lint: bounded by vocab_size
+            word_0, word_1, word_2, word_3 = tl.randint4x(stream, counters)
+            words = tl.interleave(tl.interleave(word_0, word_2), tl.interleave(word_1, word_3))
+            uniform = tl.maximum(tl.uint_to_uniform_float(words), 4.6566127342e-10)
             noise = -tl.log(-tl.log(1.0 - uniform))
         score = tl.where(mask, score + noise, float("-inf"))
     return tl.max(score, 0, return_indices=True, return_indices_tie_break_left=True)
@@ -133,7 +142,7 @@ def _gumbel_sample_kernel(
     mask = vocab_ids < vocab_size
     x = tl.load(logits_ptr + row * logits_stride + vocab_ids, mask=mask,
                 other=float("-inf")).to(tl.float32)
-    value, index = gumbel_block_argmax(x, vocab_ids, mask, row, idx_mapping_ptr, temperature_ptr,
+    value, index = gumbel_block_argmax(x, block * BLOCK, mask, row, idx_mapping_ptr, temperature_ptr,
                                        seed_ptr, pos_ptr, processed_ptr, processed_stride,
                                        processed_col_ptr, vocab_size, APPLY_TEMPERATURE, USE_FP64,
                                        PER_ROW_COL)

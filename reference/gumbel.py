@@ -33,7 +33,8 @@ def gumbel_scores(logits_row, temperature, seed, pos, apply_temperature, use_fp6
         uniform = np.maximum(bits.astype(np.float64) * 2.0**-64, 2.2250738585072014e-308)
         noise = -np.log(-np.log(uniform))
     else:
-        uniform = np.maximum(philox.uniform_fp32(philox.randint(stream, vocab)),
+        words = np.choose(vocab % 4, philox.randint4x(stream, vocab // 4))
+        uniform = np.maximum(philox.uniform_fp32(words),
                              np.float32(4.6566127342e-10)).astype(np.float64)
         noise = -np.log(-np.log(1.0 - uniform))
     return x + torch.from_numpy(noise)
