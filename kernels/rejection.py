@@ -17,9 +17,11 @@ is then resampled: from ``max(p - q, 0)`` with draft logits, from ``p`` without 
 token otherwise, from ``p`` at the bonus row, by Gumbel-max with the noise of
 ``kernels.gumbel`` keyed by the row's ``(seed, pos)``. Unused entries of ``sampled`` are -1.
 
-Three launches: ``_block_stats_kernel`` (one program per (row, 8192-entry block): max,
-argmax, sum of exponentials of target and draft), ``_rejection_kernel`` (one per request),
-``_resample_kernel`` (one per (request, 1024-entry block)).
+Three launches, no host work between them: ``_block_stats_kernel`` (one program per (row,
+8192-entry block): max, argmax, sum of exponentials of target and draft), ``_resample_kernel``
+(one per (request, 1024-entry block): each repeats the request's draft checks, block 0 writes
+them out, then every block Gumbel-samples its part of the row to resample) and
+``_insert_kernel`` (one per request: picks the best block and writes the resampled token).
 
 Products that can exceed 2**31: ``row * target_stride`` (row a program id, or a row start
 loaded from the int32 ``cu_num_logits`` plus a step), ``req * draft_stride_0`` (req loaded from
@@ -115,12 +117,12 @@ def _log_sum_exp(max_ptr, sumexp_ptr, base, num_blocks, PADDED_BLOCKS: tl.conste
 
 
 @triton.jit
-def _rejection_kernel(
+def _verify_drafts(
+    i,  # request index (int64)
+    write_sampled,  # whether this program writes the request's row of sampled
     sampled_ptr,  # [B, K + 1] int64
     sampled_stride,
-    rejected_step_ptr,  # [B] int32 accepted drafts = the step to resample
-    target_lse_ptr,  # [B] fp32 target log-sum-exp of the last row examined
-    draft_lse_ptr,  # [B] fp32 draft log-sum-exp of the last row examined
+    num_sampled_ptr,  # [B] int32: accepted drafts + 1
     target_ptr,  # [N, V]
     target_stride,
     target_argmax_ptr,  # block statistics, [N, num_blocks]
@@ -138,19 +140,22 @@ def _rejection_kernel(
     seed_ptr,  # [max_num_reqs] int64
     pos_ptr,  # [N] int64
     rates_ptr,  # [K] fp32 synthetic acceptance rates (SYNTHETIC_MODE)
+    num_steps,  # K
     num_blocks,
-    PADDED_BLOCKS: tl.constexpr = 32,
-    HAS_DRAFT_LOGITS: tl.constexpr = True,
-    SYNTHETIC_MODE: tl.constexpr = False,
+    PADDED_BLOCKS: tl.constexpr,
+    HAS_DRAFT_LOGITS: tl.constexpr,
+    SYNTHETIC_MODE: tl.constexpr,
 ):
-    # Widened with the rest: i * sampled_stride is small, but sums with int64 offsets below.
-    i = tl.program_id(0).to(tl.int64)
+    """Check request ``i``'s drafts in order; return (accepted drafts, target and draft
+    log-sum-exp of the last row examined). With ``write_sampled``, fill the request's row of
+    ``sampled`` except the entry that the resampled token takes."""
     # Widened: the request's row start and slot multiply the logits and draft strides.
     req = tl.load(idx_mapping_ptr + i).to(tl.int64)
     start = tl.load(cu_num_logits_ptr + i).to(tl.int64)
     end = tl.load(cu_num_logits_ptr + i + 1).to(tl.int64)
     seed = tl.load(seed_ptr + req)
     temperature = tl.load(temperature_ptr + req)
+    out = sampled_ptr + i * sampled_stride
     accepted = tl.full((), 1, tl.int32)
     num_accepted = tl.zeros((), dtype=tl.int32)
     target_lse = tl.zeros((), dtype=tl.float32)
@@ -171,7 +176,8 @@ def _rejection_kernel(
                 else:
                     ok = target_best == draft
                 accepted = ok.to(tl.int32)
-                tl.store(sampled_ptr + i * sampled_stride + j, tl.where(ok, draft, target_best))
+                if write_sampled:
+                    tl.store(out + j, tl.where(ok, draft, target_best))
             else:
                 valid = draft >= 0
                 token = tl.maximum(draft, 0)
@@ -190,46 +196,68 @@ def _rejection_kernel(
                 else:
                     ok = log_p > tl.log(uniform).to(tl.float32) + log_q
                 accepted = (ok & valid).to(tl.int32)
-                tl.store(sampled_ptr + i * sampled_stride + j, draft)
+                if write_sampled:
+                    tl.store(out + j, draft)
             num_accepted += accepted
-    tl.store(rejected_step_ptr + i, num_accepted)
-    tl.store(target_lse_ptr + i, target_lse)
-    tl.store(draft_lse_ptr + i, draft_lse)
+    if write_sampled:
+        for unused in range(num_accepted + 1, num_steps + 1):
+            tl.store(out + unused, -1)
+        tl.store(num_sampled_ptr + i, num_accepted + 1)
+    return num_accepted, target_lse, draft_lse
 
 
 @triton.jit
 def _resample_kernel(
     block_id_ptr,  # [B, num_blocks] int64 best vocab id of each block
     block_value_ptr,  # [B, num_blocks] fp32 (fp64 with USE_FP64)
+    sampled_ptr,  # [B, K + 1] int64
+    sampled_stride,
+    num_sampled_ptr,  # [B] int32
     target_ptr,  # [N, V]
     target_stride,
-    target_lse_ptr,  # [B] fp32 from _rejection_kernel
+    target_argmax_ptr,  # block statistics, [N, num_stat_blocks]
+    target_max_ptr,
+    target_sumexp_ptr,
+    draft_sampled_ptr,  # [N]
     draft_ptr,  # [max_num_reqs, K, V]
     draft_stride_0,
     draft_stride_1,
-    draft_lse_ptr,  # [B] fp32
-    rejected_step_ptr,  # [B] int32
+    draft_max_ptr,
+    draft_sumexp_ptr,
     cu_num_logits_ptr,  # [B + 1] int32
-    idx_mapping_ptr,  # [N] int32 request slot of each row
-    draft_sampled_ptr,  # [N]
+    idx_mapping_ptr,  # [B] int32 request slot of each request
+    expanded_idx_mapping_ptr,  # [N] int32 request slot of each row
     temperature_ptr,  # [max_num_reqs] fp32
     seed_ptr,  # [max_num_reqs] int64
     pos_ptr,  # [N] int64
+    rates_ptr,  # [K] fp32 (SYNTHETIC_MODE)
+    num_steps,
+    num_stat_blocks,
     vocab_size,
     num_blocks,
     BLOCK: tl.constexpr = 1024,
+    PADDED_STAT_BLOCKS: tl.constexpr = 32,
     HAS_DRAFT_LOGITS: tl.constexpr = True,
+    SYNTHETIC_MODE: tl.constexpr = False,
     USE_FP64: tl.constexpr = False,
 ):
     # Widened with the rest: i * num_blocks is small, but sums with int64 offsets below.
     i = tl.program_id(0).to(tl.int64)
     block = tl.program_id(1)
-    step = tl.load(rejected_step_ptr + i).to(tl.int64)
+    # Every block repeats the request's few draft checks; block 0 also writes them out.
+    accepted, target_lse, draft_lse = _verify_drafts(
+        i, block == 0, sampled_ptr, sampled_stride, num_sampled_ptr, target_ptr, target_stride,
+        target_argmax_ptr, target_max_ptr, target_sumexp_ptr, draft_sampled_ptr, draft_ptr,
+        draft_stride_0, draft_stride_1, draft_max_ptr, draft_sumexp_ptr, cu_num_logits_ptr,
+        idx_mapping_ptr, temperature_ptr, seed_ptr, pos_ptr, rates_ptr, num_steps,
+        num_stat_blocks, PADDED_STAT_BLOCKS, HAS_DRAFT_LOGITS, SYNTHETIC_MODE)
+    # Widened: step * draft_stride_1 is small, but the sum with req * draft_stride_0 is not.
+    step = accepted.to(tl.int64)
     # Widened: the row start loaded from cu_num_logits multiplies the target stride.
     row = tl.load(cu_num_logits_ptr + i).to(tl.int64) + step
     bonus = (row == tl.load(cu_num_logits_ptr + i + 1).to(tl.int64) - 1).to(tl.int32)
     # Widened: req * draft_stride_0 passes 2**31 for slots past 2**31 / (K * V).
-    req = tl.load(idx_mapping_ptr + row).to(tl.int64)
+    req = tl.load(expanded_idx_mapping_ptr + row).to(tl.int64)
     temperature = tl.load(temperature_ptr + req)
     if (temperature == 0.0) & (bonus == 0):
         return
@@ -239,19 +267,48 @@ def _resample_kernel(
                 other=float("-inf")).to(tl.float32)
     if bonus == 0:
         if HAS_DRAFT_LOGITS:
-            log_p = x - tl.load(target_lse_ptr + i)
+            log_p = x - target_lse
             q = tl.load(draft_ptr + req * draft_stride_0 + step * draft_stride_1 + vocab_ids,
                         mask=in_row, other=float("-inf")).to(tl.float32)
-            ratio = tl.exp(q - tl.load(draft_lse_ptr + i) - log_p)
+            ratio = tl.exp(q - draft_lse - log_p)
             x = tl.where(ratio < 1.0, log_p + tl.log(1.0 - ratio), float("-inf"))
         else:
             rejected = tl.load(draft_sampled_ptr + row + 1)
             x = tl.where(vocab_ids == rejected, float("-inf"), x)
-    value, index = gumbel_block_argmax(x, vocab_ids, in_row, row, idx_mapping_ptr,
+    value, index = gumbel_block_argmax(x, block * BLOCK, in_row, row, expanded_idx_mapping_ptr,
                                        temperature_ptr, seed_ptr, pos_ptr, None, 0, None,
                                        vocab_size, False, USE_FP64)
     tl.store(block_id_ptr + i * num_blocks + block, block * BLOCK + index)
     tl.store(block_value_ptr + i * num_blocks + block, value)
+
+
+@triton.jit
+def _insert_kernel(
+    sampled_ptr,  # [B, K + 1] int64
+    sampled_stride,
+    num_sampled_ptr,  # [B] int32 from _resample_kernel: accepted drafts + 1
+    block_id_ptr,  # [B, num_blocks] int64
+    block_value_ptr,  # [B, num_blocks] fp32 or fp64
+    cu_num_logits_ptr,  # [B + 1] int32
+    idx_mapping_ptr,  # [B] int32
+    temperature_ptr,  # [max_num_reqs] fp32
+    num_blocks,
+    PADDED_BLOCKS: tl.constexpr = 256,
+):
+    # Widened with the rest: i * num_blocks and i * sampled_stride are small.
+    i = tl.program_id(0).to(tl.int64)
+    step = tl.load(num_sampled_ptr + i) - 1
+    start = tl.load(cu_num_logits_ptr + i)
+    bonus = start + step == tl.load(cu_num_logits_ptr + i + 1) - 1
+    temperature = tl.load(temperature_ptr + tl.load(idx_mapping_ptr + i))
+    # A greedy request's target argmax is already in place, except at the bonus row.
+    if bonus | (temperature != 0.0):
+        blocks = tl.arange(0, PADDED_BLOCKS)
+        values = tl.load(block_value_ptr + i * num_blocks + blocks, mask=blocks < num_blocks,
+                         other=float("-inf"))
+        _, best = tl.max(values, 0, return_indices=True, return_indices_tie_break_left=True)
+        tl.store(sampled_ptr + i * sampled_stride + step,
+                 tl.load(block_id_ptr + i * num_blocks + best))
 
 
 def rejection_sample(
@@ -305,8 +362,8 @@ def rejection_sample(
         _check_rejection_values(cu_num_logits, n_rows, steps, idx_mapping, expanded_idx_mapping,
                                 expanded_local_pos, slots, draft_logits, temperature,
                                 draft_sampled, vocab_size)
-    sampled = torch.full((num_reqs, steps + 1), -1, dtype=torch.int64, device=device)
-    num_sampled = torch.zeros(num_reqs, dtype=torch.int32, device=device)
+    sampled = torch.empty((num_reqs, steps + 1), dtype=torch.int64, device=device)
+    num_sampled = torch.empty(num_reqs, dtype=torch.int32, device=device)
     if num_reqs == 0:
         return sampled, num_sampled
     if vocab_size == 0:
@@ -315,43 +372,32 @@ def rejection_sample(
     draft = draft_logits if has_draft else torch.empty((1, 1, 1), dtype=torch.float32, device=device)
     rates = synthetic_conditional_rates if synthetic_conditional_rates is not None else temperature
     stats_blocks = triton.cdiv(vocab_size, _STATS_BLOCK)
-    stats = [torch.empty((n_rows, stats_blocks), dtype=dtype, device=device)
-             for dtype in (torch.int64, torch.float32, torch.float32, torch.float32, torch.float32)]
-    target_argmax, target_max, target_sumexp, draft_max, draft_sumexp = stats
+    target_argmax = torch.empty((n_rows, stats_blocks), dtype=torch.int64, device=device)
+    target_max, target_sumexp, draft_max, draft_sumexp = torch.empty(
+        (4, n_rows, stats_blocks), dtype=torch.float32, device=device)
     if n_rows:
         _block_stats_kernel[(n_rows, stats_blocks)](
-            *stats, target_logits, target_logits.stride(0), draft, draft.stride(0), draft.stride(1),
-            expanded_idx_mapping, expanded_local_pos, temperature, vocab_size, stats_blocks, steps,
-            BLOCK=_STATS_BLOCK, HAS_DRAFT_LOGITS=has_draft, num_warps=8)
-    target_lse = torch.empty(num_reqs, dtype=torch.float32, device=device)
-    draft_lse = torch.empty(num_reqs, dtype=torch.float32, device=device)
-    _rejection_kernel[(num_reqs, )](
-        sampled, sampled.stride(0), num_sampled, target_lse, draft_lse, target_logits,
+            target_argmax, target_max, target_sumexp, draft_max, draft_sumexp, target_logits,
+            target_logits.stride(0), draft, draft.stride(0), draft.stride(1), expanded_idx_mapping,
+            expanded_local_pos, temperature, vocab_size, stats_blocks, steps, BLOCK=_STATS_BLOCK,
+            HAS_DRAFT_LOGITS=has_draft, num_warps=8)
+    resample_blocks = triton.cdiv(vocab_size, _RESAMPLE_BLOCK)
+    block_ids = torch.empty((num_reqs, resample_blocks), dtype=torch.int64, device=device)
+    block_values = torch.empty((num_reqs, resample_blocks),
+                               dtype=torch.float64 if use_fp64 else torch.float32, device=device)
+    _resample_kernel[(num_reqs, resample_blocks)](
+        block_ids, block_values, sampled, sampled.stride(0), num_sampled, target_logits,
         target_logits.stride(0), target_argmax, target_max, target_sumexp, draft_sampled, draft,
         draft.stride(0), draft.stride(1), draft_max, draft_sumexp, cu_num_logits, idx_mapping,
-        temperature, seed, pos, rates, stats_blocks,
-        PADDED_BLOCKS=triton.next_power_of_2(stats_blocks), HAS_DRAFT_LOGITS=has_draft,
-        SYNTHETIC_MODE=synthetic_conditional_rates is not None, num_warps=1)
-    resample_blocks = triton.cdiv(vocab_size, _RESAMPLE_BLOCK)
-    block_ids = torch.full((num_reqs, resample_blocks), -1, dtype=torch.int64, device=device)
-    block_values = torch.full((num_reqs, resample_blocks), float("-inf"),
-                              dtype=torch.float64 if use_fp64 else torch.float32, device=device)
-    _resample_kernel[(num_reqs, resample_blocks)](
-        block_ids, block_values, target_logits, target_logits.stride(0), target_lse, draft,
-        draft.stride(0), draft.stride(1), draft_lse, num_sampled, cu_num_logits,
-        expanded_idx_mapping, draft_sampled, temperature, seed, pos, vocab_size, resample_blocks,
-        BLOCK=_RESAMPLE_BLOCK, HAS_DRAFT_LOGITS=has_draft, USE_FP64=use_fp64, num_warps=4)
-    # Insert the resampled token at the first rejected step (or the bonus row), except where a
-    # greedy request's target argmax was already written there.
-    steps_taken = num_sampled.long()
-    rows = cu_num_logits[:-1].long() + steps_taken
-    bonus = rows == cu_num_logits[1:].long() - 1
-    greedy = temperature[idx_mapping.long()] == 0
-    token = block_ids.gather(1, block_values.argmax(dim=1, keepdim=True)).squeeze(1)
-    insert = bonus | ~greedy
-    current = sampled.gather(1, steps_taken[:, None]).squeeze(1)
-    sampled.scatter_(1, steps_taken[:, None], torch.where(insert, token, current)[:, None])
-    return sampled, (num_sampled + 1).to(torch.int32)
+        expanded_idx_mapping, temperature, seed, pos, rates, steps, stats_blocks, vocab_size,
+        resample_blocks, BLOCK=_RESAMPLE_BLOCK,
+        PADDED_STAT_BLOCKS=triton.next_power_of_2(stats_blocks), HAS_DRAFT_LOGITS=has_draft,
+        SYNTHETIC_MODE=synthetic_conditional_rates is not None, USE_FP64=use_fp64, num_warps=4)
+    _insert_kernel[(num_reqs, )](
+        sampled, sampled.stride(0), num_sampled, block_ids, block_values, cu_num_logits,
+        idx_mapping, temperature, resample_blocks,
+        PADDED_BLOCKS=triton.next_power_of_2(resample_blocks), num_warps=4)
+    return sampled, num_sampled
 
 
 def _check_rejection_values(cu, n_rows, steps, idx_mapping, expanded_idx_mapping, local_pos,
