@@ -17,11 +17,11 @@ is then resampled: from ``max(p - q, 0)`` with draft logits, from ``p`` without 
 token otherwise, from ``p`` at the bonus row, by Gumbel-max with the noise of
 ``kernels.gumbel`` keyed by the row's ``(seed, pos)``. Unused entries of ``sampled`` are -1.
 
-Three launches, no host work between them: ``_block_stats_kernel`` (one program per (row,
-8192-entry block): max, argmax, sum of exponentials of target and draft), ``_resample_kernel``
-(one per (request, 1024-entry block): each repeats the request's draft checks, block 0 writes
-them out, then every block Gumbel-samples its part of the row to resample) and
-``_insert_kernel`` (one per request: picks the best block and writes the resampled token).
+Four launches, no host work between them: ``_block_stats_kernel`` (one program per (row,
+8192-entry block): max, argmax, sum of exponentials of target and draft), ``_verify_kernel``
+(one per request: checks the drafts in order and writes them out), ``_resample_kernel`` (one
+per (request, block): Gumbel-max over its part of the row to resample) and ``_insert_kernel``
+(one per request: picks the best block and writes the resampled token).
 
 Products that can exceed 2**31: ``row * target_stride`` (row a program id, or a row start
 loaded from the int32 ``cu_num_logits`` plus a step), ``req * draft_stride_0`` (req loaded from
@@ -38,7 +38,8 @@ from kernels.gumbel import gumbel_block_argmax
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _STATS_BLOCK = 8192
-_RESAMPLE_BLOCK = 1024
+_RESAMPLE_BLOCK = 2048
+_RESAMPLE_WARPS = 4
 
 
 @triton.jit
@@ -117,12 +118,12 @@ def _log_sum_exp(max_ptr, sumexp_ptr, base, num_blocks, PADDED_BLOCKS: tl.conste
 
 
 @triton.jit
-def _verify_drafts(
-    i,  # request index (int64)
-    write_sampled,  # whether this program writes the request's row of sampled
+def _verify_kernel(
     sampled_ptr,  # [B, K + 1] int64
     sampled_stride,
     num_sampled_ptr,  # [B] int32: accepted drafts + 1
+    target_lse_ptr,  # [B] fp32 target log-sum-exp of the last row examined
+    draft_lse_ptr,  # [B] fp32 draft log-sum-exp of the last row examined
     target_ptr,  # [N, V]
     target_stride,
     target_argmax_ptr,  # block statistics, [N, num_blocks]
@@ -142,13 +143,12 @@ def _verify_drafts(
     rates_ptr,  # [K] fp32 synthetic acceptance rates (SYNTHETIC_MODE)
     num_steps,  # K
     num_blocks,
-    PADDED_BLOCKS: tl.constexpr,
-    HAS_DRAFT_LOGITS: tl.constexpr,
-    SYNTHETIC_MODE: tl.constexpr,
+    PADDED_BLOCKS: tl.constexpr = 32,
+    HAS_DRAFT_LOGITS: tl.constexpr = True,
+    SYNTHETIC_MODE: tl.constexpr = False,
 ):
-    """Check request ``i``'s drafts in order; return (accepted drafts, target and draft
-    log-sum-exp of the last row examined). With ``write_sampled``, fill the request's row of
-    ``sampled`` except the entry that the resampled token takes."""
+    # Widened with the rest: i * sampled_stride is small, but sums with int64 offsets below.
+    i = tl.program_id(0).to(tl.int64)
     # Widened: the request's row start and slot multiply the logits and draft strides.
     req = tl.load(idx_mapping_ptr + i).to(tl.int64)
     start = tl.load(cu_num_logits_ptr + i).to(tl.int64)
@@ -176,8 +176,7 @@ def _verify_drafts(
                 else:
                     ok = target_best == draft
                 accepted = ok.to(tl.int32)
-                if write_sampled:
-                    tl.store(out + j, tl.where(ok, draft, target_best))
+                tl.store(out + j, tl.where(ok, draft, target_best))
             else:
                 valid = draft >= 0
                 token = tl.maximum(draft, 0)
@@ -196,63 +195,45 @@ def _verify_drafts(
                 else:
                     ok = log_p > tl.log(uniform).to(tl.float32) + log_q
                 accepted = (ok & valid).to(tl.int32)
-                if write_sampled:
-                    tl.store(out + j, draft)
+                tl.store(out + j, draft)
             num_accepted += accepted
-    if write_sampled:
-        for unused in range(num_accepted + 1, num_steps + 1):
-            tl.store(out + unused, -1)
-        tl.store(num_sampled_ptr + i, num_accepted + 1)
-    return num_accepted, target_lse, draft_lse
+    # Entries after the one that the resampled token (or a greedy correction) takes.
+    for unused in range(num_accepted + 1, num_steps + 1):
+        tl.store(out + unused, -1)
+    tl.store(num_sampled_ptr + i, num_accepted + 1)
+    tl.store(target_lse_ptr + i, target_lse)
+    tl.store(draft_lse_ptr + i, draft_lse)
 
 
 @triton.jit
 def _resample_kernel(
     block_id_ptr,  # [B, num_blocks] int64 best vocab id of each block
     block_value_ptr,  # [B, num_blocks] fp32 (fp64 with USE_FP64)
-    sampled_ptr,  # [B, K + 1] int64
-    sampled_stride,
-    num_sampled_ptr,  # [B] int32
+    num_sampled_ptr,  # [B] int32 from _verify_kernel: accepted drafts + 1
+    target_lse_ptr,  # [B] fp32 from _verify_kernel
+    draft_lse_ptr,  # [B] fp32 from _verify_kernel
     target_ptr,  # [N, V]
     target_stride,
-    target_argmax_ptr,  # block statistics, [N, num_stat_blocks]
-    target_max_ptr,
-    target_sumexp_ptr,
-    draft_sampled_ptr,  # [N]
     draft_ptr,  # [max_num_reqs, K, V]
     draft_stride_0,
     draft_stride_1,
-    draft_max_ptr,
-    draft_sumexp_ptr,
+    draft_sampled_ptr,  # [N]
     cu_num_logits_ptr,  # [B + 1] int32
-    idx_mapping_ptr,  # [B] int32 request slot of each request
     expanded_idx_mapping_ptr,  # [N] int32 request slot of each row
     temperature_ptr,  # [max_num_reqs] fp32
     seed_ptr,  # [max_num_reqs] int64
     pos_ptr,  # [N] int64
-    rates_ptr,  # [K] fp32 (SYNTHETIC_MODE)
-    num_steps,
-    num_stat_blocks,
     vocab_size,
     num_blocks,
     BLOCK: tl.constexpr = 1024,
-    PADDED_STAT_BLOCKS: tl.constexpr = 32,
     HAS_DRAFT_LOGITS: tl.constexpr = True,
-    SYNTHETIC_MODE: tl.constexpr = False,
     USE_FP64: tl.constexpr = False,
 ):
     # Widened with the rest: i * num_blocks is small, but sums with int64 offsets below.
     i = tl.program_id(0).to(tl.int64)
     block = tl.program_id(1)
-    # Every block repeats the request's few draft checks; block 0 also writes them out.
-    accepted, target_lse, draft_lse = _verify_drafts(
-        i, block == 0, sampled_ptr, sampled_stride, num_sampled_ptr, target_ptr, target_stride,
-        target_argmax_ptr, target_max_ptr, target_sumexp_ptr, draft_sampled_ptr, draft_ptr,
-        draft_stride_0, draft_stride_1, draft_max_ptr, draft_sumexp_ptr, cu_num_logits_ptr,
-        idx_mapping_ptr, temperature_ptr, seed_ptr, pos_ptr, rates_ptr, num_steps,
-        num_stat_blocks, PADDED_STAT_BLOCKS, HAS_DRAFT_LOGITS, SYNTHETIC_MODE)
     # Widened: step * draft_stride_1 is small, but the sum with req * draft_stride_0 is not.
-    step = accepted.to(tl.int64)
+    step = (tl.load(num_sampled_ptr + i) - 1).to(tl.int64)
     # Widened: the row start loaded from cu_num_logits multiplies the target stride.
     row = tl.load(cu_num_logits_ptr + i).to(tl.int64) + step
     bonus = (row == tl.load(cu_num_logits_ptr + i + 1).to(tl.int64) - 1).to(tl.int32)
@@ -267,10 +248,10 @@ def _resample_kernel(
                 other=float("-inf")).to(tl.float32)
     if bonus == 0:
         if HAS_DRAFT_LOGITS:
-            log_p = x - target_lse
+            log_p = x - tl.load(target_lse_ptr + i)
             q = tl.load(draft_ptr + req * draft_stride_0 + step * draft_stride_1 + vocab_ids,
                         mask=in_row, other=float("-inf")).to(tl.float32)
-            ratio = tl.exp(q - draft_lse - log_p)
+            ratio = tl.exp(q - tl.load(draft_lse_ptr + i) - log_p)
             x = tl.where(ratio < 1.0, log_p + tl.log(1.0 - ratio), float("-inf"))
         else:
             rejected = tl.load(draft_sampled_ptr + row + 1)
@@ -381,18 +362,24 @@ def rejection_sample(
             target_logits.stride(0), draft, draft.stride(0), draft.stride(1), expanded_idx_mapping,
             expanded_local_pos, temperature, vocab_size, stats_blocks, steps, BLOCK=_STATS_BLOCK,
             HAS_DRAFT_LOGITS=has_draft, num_warps=8)
+    target_lse, draft_lse = torch.empty((2, num_reqs), dtype=torch.float32, device=device)
+    _verify_kernel[(num_reqs, )](
+        sampled, sampled.stride(0), num_sampled, target_lse, draft_lse, target_logits,
+        target_logits.stride(0), target_argmax, target_max, target_sumexp, draft_sampled, draft,
+        draft.stride(0), draft.stride(1), draft_max, draft_sumexp, cu_num_logits, idx_mapping,
+        temperature, seed, pos, rates, steps, stats_blocks,
+        PADDED_BLOCKS=triton.next_power_of_2(stats_blocks), HAS_DRAFT_LOGITS=has_draft,
+        SYNTHETIC_MODE=synthetic_conditional_rates is not None, num_warps=1)
     resample_blocks = triton.cdiv(vocab_size, _RESAMPLE_BLOCK)
     block_ids = torch.empty((num_reqs, resample_blocks), dtype=torch.int64, device=device)
     block_values = torch.empty((num_reqs, resample_blocks),
                                dtype=torch.float64 if use_fp64 else torch.float32, device=device)
     _resample_kernel[(num_reqs, resample_blocks)](
-        block_ids, block_values, sampled, sampled.stride(0), num_sampled, target_logits,
-        target_logits.stride(0), target_argmax, target_max, target_sumexp, draft_sampled, draft,
-        draft.stride(0), draft.stride(1), draft_max, draft_sumexp, cu_num_logits, idx_mapping,
-        expanded_idx_mapping, temperature, seed, pos, rates, steps, stats_blocks, vocab_size,
-        resample_blocks, BLOCK=_RESAMPLE_BLOCK,
-        PADDED_STAT_BLOCKS=triton.next_power_of_2(stats_blocks), HAS_DRAFT_LOGITS=has_draft,
-        SYNTHETIC_MODE=synthetic_conditional_rates is not None, USE_FP64=use_fp64, num_warps=4)
+        block_ids, block_values, num_sampled, target_lse, draft_lse, target_logits,
+        target_logits.stride(0), draft, draft.stride(0), draft.stride(1), draft_sampled,
+        cu_num_logits, expanded_idx_mapping, temperature, seed, pos, vocab_size, resample_blocks,
+        BLOCK=_RESAMPLE_BLOCK, HAS_DRAFT_LOGITS=has_draft, USE_FP64=use_fp64,
+        num_warps=_RESAMPLE_WARPS)
     _insert_kernel[(num_reqs, )](
         sampled, sampled.stride(0), num_sampled, block_ids, block_values, cu_num_logits,
         idx_mapping, temperature, resample_blocks,

@@ -11,9 +11,11 @@ from harness.isolation import run_isolated
 
 I32 = "*i32"
 I64 = "*i64"
-_RESAMPLE_TYPES = {"block_id_ptr": I64, "sampled_ptr": I64, "num_sampled_ptr": I32,
-                   "target_argmax_ptr": I64, "draft_sampled_ptr": I64, "cu_num_logits_ptr": I32,
-                   "idx_mapping_ptr": I32, "expanded_idx_mapping_ptr": I32, "seed_ptr": I64,
+_VERIFY_TYPES = {"sampled_ptr": I64, "num_sampled_ptr": I32, "target_argmax_ptr": I64,
+                 "draft_sampled_ptr": I64, "cu_num_logits_ptr": I32, "idx_mapping_ptr": I32,
+                 "seed_ptr": I64, "pos_ptr": I64}
+_RESAMPLE_TYPES = {"block_id_ptr": I64, "num_sampled_ptr": I32, "draft_sampled_ptr": I64,
+                   "cu_num_logits_ptr": I32, "expanded_idx_mapping_ptr": I32, "seed_ptr": I64,
                    "pos_ptr": I64}
 JOBS = {
     "topk_topp": ("kernels.topk_topp", "_top_k_top_p_kernel", {"k_ptr": I32, "mask_value": "fp32"}, {}, 8),
@@ -50,10 +52,11 @@ JOBS = {
                                     "prompt_bin_mask_ptr", "output_bin_counts_ptr")}, {}, 8),
     "block stats": ("kernels.rejection", "_block_stats_kernel",
                     {"target_argmax_ptr": I64, "idx_mapping_ptr": I32, "local_pos_ptr": I32}, {}, 8),
+    "verify": ("kernels.rejection", "_verify_kernel", _VERIFY_TYPES, {}, 1),
+    "verify synthetic": ("kernels.rejection", "_verify_kernel",
+                         {**_VERIFY_TYPES, "draft_sampled_ptr": I32},
+                         {"HAS_DRAFT_LOGITS": False, "SYNTHETIC_MODE": True}, 1),
     "resample": ("kernels.rejection", "_resample_kernel", _RESAMPLE_TYPES, {}, 4),
-    "resample synthetic": ("kernels.rejection", "_resample_kernel",
-                           {**_RESAMPLE_TYPES, "draft_sampled_ptr": I32},
-                           {"HAS_DRAFT_LOGITS": False, "SYNTHETIC_MODE": True}, 4),
     "resample fp64 no draft": ("kernels.rejection", "_resample_kernel",
                                {**_RESAMPLE_TYPES, "block_value_ptr": "*fp64"},
                                {"HAS_DRAFT_LOGITS": False, "USE_FP64": True}, 4),

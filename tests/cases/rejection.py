@@ -39,8 +39,8 @@ class RejectionTargetRowsCase:
     def programs(self, layout):
         requests = self._requests(layout)
         rows = [r * ROWS + j for r in requests for j in range(ROWS)]
-        return {"_block_stats_kernel": rows, "_resample_kernel": requests,
-                "_insert_kernel": requests}
+        return {"_block_stats_kernel": rows, "_verify_kernel": requests,
+                "_resample_kernel": requests, "_insert_kernel": requests}
 
     def extra_bytes(self, layout):
         return layout.rows * 96
@@ -104,7 +104,8 @@ class RejectionDraftSlotsCase:
     def programs(self, layout):
         requests = list(range(len(self._slots(layout))))
         return {"_block_stats_kernel": list(range(len(requests) * ROWS)),
-                "_resample_kernel": requests, "_insert_kernel": requests}
+                "_verify_kernel": requests, "_resample_kernel": requests,
+                "_insert_kernel": requests}
 
     def extra_bytes(self, layout):
         return layout.rows * 64 + 64 * VOCAB
