@@ -1,5 +1,6 @@
 """Huge cases for ``kernels.penalties``: the highest logits rows; a huge ``output_bin_counts
-[max_num_reqs, V]`` read at a high slot; a huge token history counted at a high slot."""
+[max_num_reqs, V]`` read at a high slot; a huge ``prompt_bin_mask [max_num_reqs, V / 32]``
+read at a high slot; a huge token history counted at a high slot."""
 
 import torch
 
@@ -80,6 +81,45 @@ class PenaltyCountsCase(SlotTableCase):
                               torch.float32, slot, layout.row_stride)
 
 
+class PenaltyPromptMaskCase(SlotTableCase):
+    """The huge tensor is ``prompt_bin_mask``, one row of V / 32 bitset words per request slot.
+
+    Past 2**31 words the slots outnumber what a real ``output_bin_counts`` (32 times larger)
+    could hold, so the counts are one zero row broadcast to every slot (row stride 0).
+    """
+
+    name = "apply_penalties (prompt_bin_mask)"
+    module = "kernels.penalties"
+    vocab = VOCAB // 32
+    ID_RANGE = (-2**31, 2**31 - 1)
+
+    def prepare(self, mask, layout):
+        device = mask.device
+        slots = self.slots(layout)
+        rows = len(slots)
+        logits = torch.randn(VOCAB, generator=torch.Generator().manual_seed(4))
+        zeros = torch.zeros(rows, dtype=torch.int32, device=device)
+        counts = torch.zeros(1, VOCAB, dtype=torch.int32, device=device).expand(layout.rows, -1)
+        return {"logits": logits.expand(rows, -1).contiguous().to(device), "source": logits,
+                "args": [torch.tensor(slots, dtype=torch.int32, device=device), zeros, zeros,
+                         *_penalty_tables(device, layout.rows), mask, counts]}
+
+    def launch(self, module, mask, inputs, layout, interpreted):
+        module.apply_penalties(inputs["logits"], *inputs["args"])
+        return inputs["logits"]
+
+    def check(self, produced, mask, inputs, layout, planted):
+        for index, slot in enumerate(self.slots(layout)):
+            expected = inputs["source"][None].clone()
+            one_row = torch.zeros(1, dtype=torch.int32)
+            tables = [t[:1].cpu() for t in inputs["args"][3:6]]
+            reference.apply_penalties(expected, one_row, one_row, one_row, *tables,
+                                      planted[slot][None], torch.zeros(1, VOCAB, dtype=torch.int32))
+            assert_rows_close(produced[index], expected[0],
+                              f"row penalised from slot {slot} (bitset row starts at slot * V / 32)",
+                              torch.float32, slot, layout.row_stride)
+
+
 class BincountHistoryCase(SlotTableCase):
     """The huge tensor is the token history; counts and bitsets are rebuilt at a high slot."""
 
@@ -122,4 +162,5 @@ class BincountHistoryCase(SlotTableCase):
 
 PENALTIES_CASE = PenaltiesLogitsCase()
 PENALTY_COUNTS = PenaltyCountsCase()
+PENALTY_PROMPT_MASK = PenaltyPromptMaskCase()
 BINCOUNT_HISTORY = BincountHistoryCase()
