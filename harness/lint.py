@@ -125,6 +125,24 @@ def compile_for_gpu(module, kernel, types=None, constants=None, num_warps=4):
     ``types`` and ``constants`` override the lint's signature. A kernel that fails here would
     fail at its first launch on a GPU, so this runs in the CPU tier.
     """
+    return len(_compile_sm90(module, kernel, types, constants, num_warps, (), "llir"))
+
+
+def global_accesses(module, kernel, types=None, constants=None, num_warps=4, aligned=()):
+    """Count the global loads and stores of each width in the sm_90 PTX of ``module:kernel``.
+
+    ``aligned`` names the integer arguments to compile as multiples of 16, as a launch with
+    such values specialises them (pointers always are); returns e.g. ``{"ld.global.v4.b32": 8,
+    "st.global.b32": 1}``.
+    """
+    ptx = _compile_sm90(module, kernel, types, constants, num_warps, aligned, "ptx")
+    counts = {}
+    for access in re.findall(r"\b((?:ld|st)\.global(?:\.[\w:]+)*)", ptx):
+        counts[access] = counts.get(access, 0) + 1
+    return counts
+
+
+def _compile_sm90(module, kernel, types, constants, num_warps, aligned, last_stage):
     from triton._C.libtriton import ir
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -134,19 +152,26 @@ def compile_for_gpu(module, kernel, types=None, constants=None, num_warps=4):
     _, signature, defaults = _signature(kernel)
     signature.update(types or {})
     defaults.update(constants or {})
+    unknown = set(aligned) - set(signature)
+    if unknown:
+        raise LintError(f"{kernel.__name__} has no arguments {sorted(unknown)}")
+    attrs = {(index, ): [["tt.divisibility", 16]] for index, name in enumerate(kernel.arg_names)
+             if name in aligned or signature.get(name, "").startswith("*")}
     target = GPUTarget("cuda", 90, 32)
     backend = make_backend(target)
     options = backend.parse_options({"num_warps": num_warps})
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
-    ir_module = ASTSource(kernel, signature, constexprs=defaults).make_ir(
+    ir_module = ASTSource(kernel, signature, constexprs=defaults, attrs=attrs).make_ir(
         target, options, backend.get_codegen_implementation(options), backend.get_module_map(),
         context)
     metadata = {}
-    for stage in (backend.make_ttir, backend.make_ttgir, backend.make_llir):
-        ir_module = stage(ir_module, metadata, options, 90)
-    return len(str(ir_module))
+    for stage in ("ttir", "ttgir", "llir", "ptx"):
+        ir_module = getattr(backend, f"make_{stage}")(ir_module, metadata, options, 90)
+        if stage == last_stage:
+            return str(ir_module)
+    raise LintError(f"unknown stage {last_stage}")
 
 
 def analyse_ttir(text, kernel_name):

@@ -1,4 +1,5 @@
-"""Every kernel compiles for sm_90 (H100/H200) through LLVM IR, checked on the CPU.
+"""Every kernel compiles for sm_90 (H100/H200) through LLVM IR, checked on the CPU, and the
+streaming kernels keep their 16-byte global accesses in the PTX.
 
 A kernel that the interpreter and TTIR accept can still fail in the GPU compiler's later passes
 (seen: a constexpr assigned inside ``tl.static_range``). Compiling here puts that failure in
@@ -78,3 +79,34 @@ def test_kernel_compiles_for_sm90(job):
                            dict(module=module, kernel=kernel, types=types, constants=constants,
                                 num_warps=warps), unset_env=("TRITON_INTERPRET", ), timeout=300)
     assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
+
+
+# Streaming kernels whose logits traffic must stay in 16-byte accesses on sm_90, as launched
+# with vocab sizes and strides that are multiples of 16. Each limit is a regression once seen:
+# a value-dependent store mask (min_p: 32 scalar stores per thread) and a per-entry bitset
+# gather (penalties: 38 scalar loads).
+WIDE_ACCESS_JOBS = {
+    "temperature": ("logits_stride", "vocab_size"),
+    "min_p block max": ("logits_stride", "vocab_size"),
+    "min_p mask": ("logits_stride", "vocab_size"),
+    "penalties": ("logits_stride", "vocab_size", "prompt_bin_mask_stride",
+                  "output_bin_counts_stride"),
+}
+SCALAR_LOAD_LIMIT = {"penalties": 8}
+
+
+@pytest.mark.static
+@pytest.mark.parametrize("job", sorted(WIDE_ACCESS_JOBS))
+def test_streaming_kernels_move_logits_in_16_byte_accesses(job):
+    module, kernel, types, constants, warps = JOBS[job]
+    outcome = run_isolated("harness.lint:global_accesses",
+                           dict(module=module, kernel=kernel, types=types, constants=constants,
+                                num_warps=warps, aligned=WIDE_ACCESS_JOBS[job]),
+                           unset_env=("TRITON_INTERPRET", ), timeout=300)
+    assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
+    accesses = outcome.value
+    scalar_loads, scalar_stores = accesses.get("ld.global.b32", 0), accesses.get("st.global.b32", 0)
+    assert accesses.get("ld.global.v4.b32", 0) >= 8, f"{job}: too few 16-byte loads: {accesses}"
+    assert scalar_stores <= 1, f"{job}: {scalar_stores} scalar 4-byte stores: {accesses}"
+    assert scalar_loads <= SCALAR_LOAD_LIMIT.get(job, 3), \
+        f"{job}: {scalar_loads} scalar 4-byte loads: {accesses}"
