@@ -74,11 +74,17 @@ JOBS = {
 @pytest.mark.static
 @pytest.mark.parametrize("job", sorted(JOBS))
 def test_kernel_compiles_for_sm90(job):
+    _compile_in_child("harness.lint:compile_for_gpu", job)
+
+
+def _compile_in_child(target, job, **extra):
+    """Run ``target`` on one job in a child process (the interpreter flag unset); its value."""
     module, kernel, types, constants, warps = JOBS[job]
-    outcome = run_isolated("harness.lint:compile_for_gpu",
-                           dict(module=module, kernel=kernel, types=types, constants=constants,
-                                num_warps=warps), unset_env=("TRITON_INTERPRET", ), timeout=300)
+    outcome = run_isolated(target, dict(module=module, kernel=kernel, types=types,
+                                        constants=constants, num_warps=warps, **extra),
+                           unset_env=("TRITON_INTERPRET", ), timeout=300)
     assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
+    return outcome.value
 
 
 # Streaming kernels whose logits traffic must stay in 16-byte accesses on sm_90, as launched
@@ -98,13 +104,8 @@ SCALAR_LOAD_LIMIT = {"penalties": 8}
 @pytest.mark.static
 @pytest.mark.parametrize("job", sorted(WIDE_ACCESS_JOBS))
 def test_streaming_kernels_move_logits_in_16_byte_accesses(job):
-    module, kernel, types, constants, warps = JOBS[job]
-    outcome = run_isolated("harness.lint:global_accesses",
-                           dict(module=module, kernel=kernel, types=types, constants=constants,
-                                num_warps=warps, aligned=WIDE_ACCESS_JOBS[job]),
-                           unset_env=("TRITON_INTERPRET", ), timeout=300)
-    assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
-    accesses = outcome.value
+    accesses = _compile_in_child("harness.lint:global_accesses", job,
+                                 aligned=WIDE_ACCESS_JOBS[job])
     scalar_loads, scalar_stores = accesses.get("ld.global.b32", 0), accesses.get("st.global.b32", 0)
     assert accesses.get("ld.global.v4.b32", 0) >= 8, f"{job}: too few 16-byte loads: {accesses}"
     assert scalar_stores <= 1, f"{job}: {scalar_stores} scalar 4-byte stores: {accesses}"

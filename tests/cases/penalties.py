@@ -41,47 +41,68 @@ class PenaltiesLogitsCase(LogitsRowsCase):
         assert_rows_close(produced[row], expected[0], what, torch.float32)
 
 
-class PenaltyCountsCase(SlotTableCase):
-    """The huge tensor is ``output_bin_counts``, one row per request slot."""
+class _PenaltyStateCase(SlotTableCase):
+    """The huge tensor is one of the two per-slot tables that the penalties kernel reads; the
+    launch has one logits row per planted slot, each penalised from its own slot."""
+
+    module = "kernels.penalties"
+    SEED = 0
+    ADDRESSING = ""  # where a slot's table row starts, for failure messages
+
+    def other_table(self, slots, device):
+        """The table that is not the huge one, zeros for ``slots`` request slots."""
+        raise NotImplementedError
+
+    def state(self, huge, other):
+        """``(prompt_bin_mask, output_bin_counts)`` from the huge table and the other one."""
+        raise NotImplementedError
+
+    def prepare(self, huge, layout):
+        device = huge.device
+        slots = self.slots(layout)
+        logits = torch.randn(VOCAB, generator=torch.Generator().manual_seed(self.SEED))
+        zeros = torch.zeros(len(slots), dtype=torch.int32, device=device)
+        return {"logits": logits.expand(len(slots), -1).contiguous().to(device), "source": logits,
+                "args": [torch.tensor(slots, dtype=torch.int32, device=device), zeros, zeros,
+                         *_penalty_tables(device, layout.rows),
+                         *self.state(huge, self.other_table(layout.rows, device))]}
+
+    def launch(self, module, huge, inputs, layout, interpreted):
+        module.apply_penalties(inputs["logits"], *inputs["args"])
+        return inputs["logits"]
+
+    def check(self, produced, huge, inputs, layout, planted):
+        one_row = torch.zeros(1, dtype=torch.int32)
+        penalties = [t[:1].cpu() for t in inputs["args"][3:6]]
+        for index, slot in enumerate(self.slots(layout)):
+            expected = inputs["source"][None].clone()
+            reference.apply_penalties(expected, one_row, one_row, one_row, *penalties,
+                                      *self.state(planted[slot][None], self.other_table(1, "cpu")))
+            assert_rows_close(produced[index], expected[0],
+                              f"row penalised from slot {slot} ({self.ADDRESSING})",
+                              torch.float32, slot, layout.row_stride)
+
+
+class PenaltyCountsCase(_PenaltyStateCase):
+    """The huge tensor is ``output_bin_counts``, one row of V counts per request slot."""
 
     name = "apply_penalties (output_bin_counts)"
-    module = "kernels.penalties"
     vocab = VOCAB
     ID_RANGE = (0, 3)
+    SEED = 3
+    ADDRESSING = "counts row starts at slot * V"
 
     def extra_bytes(self, layout):
         return layout.rows * (VOCAB // 8 + 64)
 
-    def prepare(self, counts, layout):
-        device = counts.device
-        slots = self.slots(layout)
-        rows = len(slots)
-        logits = torch.randn(VOCAB, generator=torch.Generator().manual_seed(3))
-        zeros = torch.zeros(rows, dtype=torch.int32, device=device)
-        return {"logits": logits.expand(rows, -1).contiguous().to(device), "source": logits,
-                "args": [torch.tensor(slots, dtype=torch.int32, device=device), zeros, zeros,
-                         *_penalty_tables(device, layout.rows),
-                         torch.zeros(layout.rows, VOCAB // 32, dtype=torch.int32, device=device),
-                         counts]}
+    def other_table(self, slots, device):
+        return torch.zeros(slots, VOCAB // 32, dtype=torch.int32, device=device)
 
-    def launch(self, module, counts, inputs, layout, interpreted):
-        module.apply_penalties(inputs["logits"], *inputs["args"])
-        return inputs["logits"]
-
-    def check(self, produced, counts, inputs, layout, planted):
-        slots = self.slots(layout)
-        for index, slot in enumerate(slots):
-            expected = inputs["source"][None].clone()
-            one_row = torch.zeros(1, dtype=torch.int32)
-            tables = [t[:1].cpu() for t in inputs["args"][3:7]]
-            reference.apply_penalties(expected, one_row, one_row, one_row, *tables,
-                                      planted[slot][None])
-            assert_rows_close(produced[index], expected[0],
-                              f"row penalised from slot {slot} (counts row starts at slot * V)",
-                              torch.float32, slot, layout.row_stride)
+    def state(self, huge, other):
+        return other, huge
 
 
-class PenaltyPromptMaskCase(SlotTableCase):
+class PenaltyPromptMaskCase(_PenaltyStateCase):
     """The huge tensor is ``prompt_bin_mask``, one row of V / 32 bitset words per request slot.
 
     Past 2**31 words the slots outnumber what a real ``output_bin_counts`` (32 times larger)
@@ -89,35 +110,16 @@ class PenaltyPromptMaskCase(SlotTableCase):
     """
 
     name = "apply_penalties (prompt_bin_mask)"
-    module = "kernels.penalties"
     vocab = VOCAB // 32
     ID_RANGE = (-2**31, 2**31 - 1)
+    SEED = 4
+    ADDRESSING = "bitset row starts at slot * V / 32"
 
-    def prepare(self, mask, layout):
-        device = mask.device
-        slots = self.slots(layout)
-        rows = len(slots)
-        logits = torch.randn(VOCAB, generator=torch.Generator().manual_seed(4))
-        zeros = torch.zeros(rows, dtype=torch.int32, device=device)
-        counts = torch.zeros(1, VOCAB, dtype=torch.int32, device=device).expand(layout.rows, -1)
-        return {"logits": logits.expand(rows, -1).contiguous().to(device), "source": logits,
-                "args": [torch.tensor(slots, dtype=torch.int32, device=device), zeros, zeros,
-                         *_penalty_tables(device, layout.rows), mask, counts]}
+    def other_table(self, slots, device):
+        return torch.zeros(1, VOCAB, dtype=torch.int32, device=device).expand(slots, -1)
 
-    def launch(self, module, mask, inputs, layout, interpreted):
-        module.apply_penalties(inputs["logits"], *inputs["args"])
-        return inputs["logits"]
-
-    def check(self, produced, mask, inputs, layout, planted):
-        for index, slot in enumerate(self.slots(layout)):
-            expected = inputs["source"][None].clone()
-            one_row = torch.zeros(1, dtype=torch.int32)
-            tables = [t[:1].cpu() for t in inputs["args"][3:6]]
-            reference.apply_penalties(expected, one_row, one_row, one_row, *tables,
-                                      planted[slot][None], torch.zeros(1, VOCAB, dtype=torch.int32))
-            assert_rows_close(produced[index], expected[0],
-                              f"row penalised from slot {slot} (bitset row starts at slot * V / 32)",
-                              torch.float32, slot, layout.row_stride)
+    def state(self, huge, other):
+        return huge, other
 
 
 class BincountHistoryCase(SlotTableCase):
