@@ -86,3 +86,15 @@ def check_local_positions(local_pos, n_rows):
     rows = torch.arange(n_rows, device=local_pos.device)
     if n_rows and bool(((local_pos < 0) | (local_pos > rows)).any()):
         raise ValueError("expanded_local_pos must lie in [0, row]: a row cannot start before row 0")
+
+
+def check_history_lengths(prompt_len, total_len, all_token_ids):
+    """Each slot's prompt and total length fit its row of the token history."""
+    if bool(((prompt_len < 0) | (total_len < prompt_len) |
+             (total_len > all_token_ids.size(1))).any()):
+        raise ValueError("need 0 <= prompt_len <= total_len <= all_token_ids.size(1)")
+
+
+def leading_entries(counts, width):
+    """``[len(counts), width]`` bool: True where the column lies before the row's count."""
+    return torch.arange(width, device=counts.device)[None, :] < counts[:, None].long()

@@ -20,7 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import check_index_range, check_local_positions, check_logits, check_table
+from kernels._launch import (check_history_lengths, check_index_range, check_local_positions,
+                             check_logits, check_table, leading_entries)
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -124,9 +125,7 @@ def _check_bad_word_values(args):
                          f"got {int(num[bad][0])}")
     width = args["bad_word_token_ids"].size(1)
     steps = offsets[:, 1:] - offsets[:, :-1]
-    used = torch.arange(steps.size(1), device=num.device)[None, :] < num[:, None].long()
+    used = leading_entries(num, steps.size(1))
     if bool(((offsets[:, :1] < 0) | (offsets > width)).any()) or bool((steps[used] < 1).any()):
         raise ValueError(f"bad_word_offsets must rise by >= 1 within [0, {width}] for every word")
-    prompt, total = args["prompt_len"], args["total_len"]
-    if bool(((prompt < 0) | (total < prompt) | (total > args["all_token_ids"].size(1))).any()):
-        raise ValueError("need 0 <= prompt_len <= total_len <= all_token_ids.size(1)")
+    check_history_lengths(args["prompt_len"], args["total_len"], args["all_token_ids"])

@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import check_index_range, check_logits, check_table
+from kernels._launch import check_index_range, check_logits, check_table, leading_entries
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _LOGITS_BLOCK = 8192
@@ -116,7 +116,7 @@ def apply_logit_bias(logits, expanded_idx_mapping, pos, num_allowed_token_ids, a
             bad = (count < 0) | (count > width)
             if bool(bad.any()):
                 raise ValueError(f"{name}: counts must lie in [0, {width}]; got {int(count[bad][0])}")
-            used = torch.arange(width, device=device)[None, :] < count[:, None].long()
+            used = leading_entries(count, width)
             check_index_range(table[used], name, vocab_size)
     if n_rows == 0 or vocab_size == 0:
         return

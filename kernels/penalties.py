@@ -22,8 +22,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import (check_index_range, check_local_positions, check_logits, check_table,
-                             check_value_range)
+from kernels._launch import (check_history_lengths, check_index_range, check_local_positions,
+                             check_logits, check_table, check_value_range, leading_entries)
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _BLOCK = 8192
@@ -125,12 +125,9 @@ def build_penalty_state(idx_mapping, all_token_ids, prompt_len, total_len, promp
                 width=triton.cdiv(vocab_size, 32))
     if check_values:
         check_index_range(idx_mapping, "idx_mapping", slots)
-        if bool(((prompt_len < 0) | (total_len < prompt_len) |
-                 (total_len > all_token_ids.size(1))).any()):
-            raise ValueError("need 0 <= prompt_len <= total_len <= all_token_ids.size(1)")
+        check_history_lengths(prompt_len, total_len, all_token_ids)
         reqs = idx_mapping.long()
-        used = (torch.arange(all_token_ids.size(1), device=device)[None, :]
-                < total_len[reqs][:, None].long())
+        used = leading_entries(total_len[reqs], all_token_ids.size(1))
         check_index_range(all_token_ids[reqs][used], "all_token_ids", vocab_size)
     if idx_mapping.numel() == 0:
         return
