@@ -78,8 +78,9 @@ def test_kernel_compiles_for_sm90(job):
 
 
 def _compile_in_child(target, job, **extra):
-    """Run ``target`` on one job in a child process (the interpreter flag unset); its value."""
-    module, kernel, types, constants, warps = JOBS[job]
+    """Run ``target`` on one job (a name in JOBS, or its tuple) in a child process, the
+    interpreter flag unset; return its value."""
+    module, kernel, types, constants, warps = JOBS[job] if isinstance(job, str) else job
     outcome = run_isolated(target, dict(module=module, kernel=kernel, types=types,
                                         constants=constants, num_warps=warps, **extra),
                            unset_env=("TRITON_INTERPRET", ), timeout=300)
@@ -101,13 +102,40 @@ WIDE_ACCESS_JOBS = {
 SCALAR_LOAD_LIMIT = {"penalties": 8}
 
 
+PLANTED_NARROW_JOBS = {
+    "value-masked store": (("tests.planted.narrow_access", "value_masked_store_kernel",
+                            {"threshold": "fp32"}, {}, 8), ("stride", "vocab_size")),
+    "per-entry word gather": (("tests.planted.narrow_access", "per_entry_word_gather_kernel",
+                               {"words_ptr": I32}, {}, 8), ("stride", "vocab_size")),
+}
+
+
+def _narrow_accesses(job, accesses):
+    """What breaks the 16-byte rule in ``accesses``: a list of messages, empty when none."""
+    scalar_loads, scalar_stores = accesses.get("ld.global.b32", 0), accesses.get("st.global.b32", 0)
+    problems = []
+    if accesses.get("ld.global.v4.b32", 0) < 8:
+        problems.append(f"{job}: too few 16-byte loads: {accesses}")
+    if scalar_stores > 1:
+        problems.append(f"{job}: {scalar_stores} scalar 4-byte stores: {accesses}")
+    if scalar_loads > SCALAR_LOAD_LIMIT.get(job, 3):
+        problems.append(f"{job}: {scalar_loads} scalar 4-byte loads: {accesses}")
+    return problems
+
+
 @pytest.mark.static
 @pytest.mark.parametrize("job", sorted(WIDE_ACCESS_JOBS))
 def test_streaming_kernels_move_logits_in_16_byte_accesses(job):
     accesses = _compile_in_child("harness.lint:global_accesses", job,
                                  aligned=WIDE_ACCESS_JOBS[job])
-    scalar_loads, scalar_stores = accesses.get("ld.global.b32", 0), accesses.get("st.global.b32", 0)
-    assert accesses.get("ld.global.v4.b32", 0) >= 8, f"{job}: too few 16-byte loads: {accesses}"
-    assert scalar_stores <= 1, f"{job}: {scalar_stores} scalar 4-byte stores: {accesses}"
-    assert scalar_loads <= SCALAR_LOAD_LIMIT.get(job, 3), \
-        f"{job}: {scalar_loads} scalar 4-byte loads: {accesses}"
+    assert not _narrow_accesses(job, accesses)
+
+
+@pytest.mark.static
+@pytest.mark.selftest
+@pytest.mark.parametrize("job", sorted(PLANTED_NARROW_JOBS))
+def test_access_width_check_flags_planted_narrow_kernel(job):
+    """The check above fails the two patterns it guards against, planted in small kernels."""
+    spec, aligned = PLANTED_NARROW_JOBS[job]
+    accesses = _compile_in_child("harness.lint:global_accesses", spec, aligned=aligned)
+    assert _narrow_accesses(job, accesses), f"{job}: not flagged: {accesses}"
