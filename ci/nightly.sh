@@ -5,9 +5,10 @@
 #
 # Writes OUT_DIR/validation/{report.md,junit.xml,detectors.json}, OUT_DIR/benchmark.md, the
 # logs, and OUT_DIR/gpu-memory.csv (device memory in use, sampled every 250 ms). Exits non-zero
-# when any test failed. OVERFLOW_HYPOTHESIS_PROFILE picks the hypothesis profile (nightly);
-# OVERFLOW_WORKERS the number of pytest-xdist workers (4: the dense huge cases take up to
-# ~19 GiB of device memory each, so four fit on an 80 GiB device; 1 runs serially).
+# when any test failed or the GPU tier could not run (--require-gpu). OVERFLOW_HYPOTHESIS_PROFILE
+# picks the hypothesis profile (nightly); OVERFLOW_WORKERS the number of pytest-xdist workers
+# (default 4; 1 runs serially); OVERFLOW_DENSE=1 adds the dense-memory GPU huge cases (up to
+# ~19 GiB of device memory each) to the virtual-memory ones.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-nightly-report}
@@ -27,11 +28,13 @@ parallel=()
 if [ "$workers" -gt 1 ] && "$python" -c "import xdist" 2>/dev/null; then
     parallel=(-n "$workers")
 fi
+dense=()
+[ "${OVERFLOW_DENSE:-0}" = "1" ] && dense=(--dense-huge)
 echo "nightly: validation report (profile ${OVERFLOW_HYPOTHESIS_PROFILE:-nightly}," \
-     "${parallel[*]:-serial}) -> $out/validation"
-"$python" -m harness validate --out "$out/validation" \
-    --profile "${OVERFLOW_HYPOTHESIS_PROFILE:-nightly}" -- -q -rs "${parallel[@]}" \
-    >"$out/validation.log" 2>&1
+     "${parallel[*]:-serial} ${dense[*]:-}) -> $out/validation"
+"$python" -m triton_overflow validate --out "$out/validation" \
+    --profile "${OVERFLOW_HYPOTHESIS_PROFILE:-nightly}" -- -q -rs --require-gpu \
+    "${parallel[@]}" "${dense[@]}" >"$out/validation.log" 2>&1
 validate_status=$?
 echo "nightly: benchmark -> $out/benchmark.md"
 "$python" ci/benchmark.py --out "$out/benchmark.md" >"$out/benchmark.log" 2>&1

@@ -51,7 +51,7 @@ def _temperature_kernel(
     temperature = tl.load(temperature_ptr + tl.load(idx_mapping_ptr + row))
     if (temperature == 0.0) | (temperature == 1.0):
         return
-    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: bounded by vocab_size
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: tl.program_id(1) * BLOCK bounded by vocab_size
     in_row = offs < vocab_size
     row_ptr = logits_ptr + row * logits_stride
     x = tl.load(row_ptr + offs, mask=in_row).to(tl.float32)
@@ -78,7 +78,7 @@ def gumbel_block_argmax(
 ):
     """Best (value, block-local index) of ``x + Gumbel noise`` after optional temperature."""
     BLOCK: tl.constexpr = x.shape[0]
-    vocab_ids = block_start + tl.arange(0, BLOCK)  # overflow-lint: bounded by vocab_size
+    vocab_ids = block_start + tl.arange(0, BLOCK)
     # Widened: req * processed_stride passes 2**31 for slots past 2**31 / (K * V).
     req = tl.load(idx_mapping_ptr + row).to(tl.int64)
     temperature = tl.load(temperature_ptr + req)
@@ -106,7 +106,7 @@ def gumbel_block_argmax(
             noise = -tl.log(-tl.log(uniform))
         else:
             # One Philox call gives four words: word k of counter v // 4 serves vocab id v.
-            counters = block_start // 4 + tl.arange(0, BLOCK // 4)  # overflow-lint: bounded by vocab_size
+            counters = block_start // 4 + tl.arange(0, BLOCK // 4)
             word_0, word_1, word_2, word_3 = tl.randint4x(stream, counters)
             words = tl.interleave(tl.interleave(word_0, word_2), tl.interleave(word_1, word_3))
             uniform = tl.maximum(tl.uint_to_uniform_float(words), 4.6566127342e-10)
@@ -138,7 +138,7 @@ def _gumbel_sample_kernel(
     # Widened: row * logits_stride passes 2**31 once T * V does.
     row = tl.program_id(0).to(tl.int64)
     block = tl.program_id(1)
-    vocab_ids = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: bounded by vocab_size
+    vocab_ids = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: block * BLOCK bounded by vocab_size
     mask = vocab_ids < vocab_size
     x = tl.load(logits_ptr + row * logits_stride + vocab_ids, mask=mask,
                 other=float("-inf")).to(tl.float32)

@@ -38,7 +38,7 @@ def _block_max_kernel(
     min_p = tl.load(min_p_ptr + tl.load(idx_mapping_ptr + row))
     if min_p == 0.0:
         return
-    offs = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: bounded by vocab_size
+    offs = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: block * BLOCK bounded by vocab_size
     x = tl.load(logits_ptr + row * logits_stride + offs, mask=offs < vocab_size,
                 other=float("-inf")).to(tl.float32)
     tl.store(block_max_ptr + row * num_blocks + block, tl.max(x, 0))
@@ -66,7 +66,7 @@ def _min_p_kernel(
     row_max = tl.max(tl.load(block_max_ptr + row * num_blocks + blocks, mask=blocks < num_blocks,
                              other=float("-inf")), 0)
     threshold = row_max + tl.log(min_p)
-    offs = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: bounded by vocab_size
+    offs = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: block * BLOCK bounded by vocab_size
     row_ptr = logits_ptr + row * logits_stride
     in_row = offs < vocab_size
     x = tl.load(row_ptr + offs, mask=in_row, other=0.0).to(tl.float32)

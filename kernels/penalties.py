@@ -45,7 +45,7 @@ def _bincount_kernel(
 ):
     # Widened: req * <table stride> passes 2**31 for large tables.
     req = tl.load(idx_mapping_ptr + tl.program_id(0)).to(tl.int64)
-    positions = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: bounded by max_model_len
+    positions = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: tl.program_id(1) * BLOCK bounded by max_model_len
     prompt_len = tl.load(prompt_len_ptr + req)
     total_len = tl.load(total_len_ptr + req)
     tokens = tl.load(all_token_ids_ptr + req * all_token_ids_stride + positions,
@@ -86,9 +86,9 @@ def _penalties_kernel(
         return
     # The block as [words, 32]: one prompt-bitset word per row, its 32 bits across the columns.
     WORDS: tl.constexpr = BLOCK // 32
-    word_ids = tl.program_id(1) * WORDS + tl.arange(0, WORDS)  # overflow-lint: bounded by vocab_size
+    word_ids = tl.program_id(1) * WORDS + tl.arange(0, WORDS)  # overflow-lint: tl.program_id(1) * WORDS bounded by vocab_size / 32
     bits = tl.arange(0, 32)
-    vocab_ids = word_ids[:, None] * 32 + bits[None, :]  # overflow-lint: bounded by vocab_size
+    vocab_ids = word_ids[:, None] * 32 + bits[None, :]  # overflow-lint: word_ids[:, None] * 32 bounded by vocab_size
     in_row = vocab_ids < vocab_size
     words_needed = tl.where(repetition != 1.0, tl.cdiv(vocab_size, 32), 0)
     words = tl.load(prompt_bin_mask_ptr + req * prompt_bin_mask_stride + word_ids,

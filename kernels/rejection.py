@@ -81,7 +81,7 @@ def _block_stats_kernel(
     # Widened: req * draft_stride_0 passes 2**31 for slots past 2**31 / (K * V).
     req = tl.load(idx_mapping_ptr + row).to(tl.int64)
     temperature = tl.load(temperature_ptr + req)
-    vocab_ids = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: bounded by vocab_size
+    vocab_ids = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: block * BLOCK bounded by vocab_size
     in_row = vocab_ids < vocab_size
     stat = row * num_blocks + block
     x = tl.load(target_ptr + row * target_stride + vocab_ids, mask=in_row,
@@ -242,7 +242,7 @@ def _resample_kernel(
     temperature = tl.load(temperature_ptr + req)
     if (temperature == 0.0) & (bonus == 0):
         return
-    vocab_ids = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: bounded by vocab_size
+    vocab_ids = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: block * BLOCK bounded by vocab_size
     in_row = vocab_ids < vocab_size
     x = tl.load(target_ptr + row * target_stride + vocab_ids, mask=in_row,
                 other=float("-inf")).to(tl.float32)

@@ -1,7 +1,7 @@
-"""The static check as a user runs it: ``python -m harness lint`` in a fresh process.
+"""The static check as a user runs it: ``python -m triton_overflow lint`` in a fresh process.
 
-TTIR cannot be compiled with ``TRITON_INTERPRET=1`` set, which the CPU tier sets for itself, so
-these processes run without it.
+The CPU tier runs kernels in the interpreter; the lint command switches it off for itself, and
+these processes run without it as well, as a user's shell would.
 """
 
 import os
@@ -13,10 +13,11 @@ ROOT = Path(__file__).resolve().parent.parent
 WITHOUT_INTERPRETER = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
 
 
-def run_python(*args):
-    return subprocess.run([sys.executable, *map(str, args)], cwd=ROOT, env=WITHOUT_INTERPRETER,
+def run_python(*args, env=None, cwd=ROOT):
+    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd,
+                          env=WITHOUT_INTERPRETER if env is None else env,
                           capture_output=True, text=True, timeout=300)
 
 
-def run_lint(*args):
-    return run_python("-m", "harness", "lint", *args)
+def run_lint(*args, env=None, cwd=ROOT):
+    return run_python("-m", "triton_overflow", "lint", *args, env=env, cwd=cwd)

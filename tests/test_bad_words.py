@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 import reference.bad_words as reference
 from kernels.bad_words import apply_bad_words
 from tests.strategies import LogitsSpec, build_logits
+from triton_overflow import OverflowTests
+from tests.cases import bad_words as family
 
 KERNEL = "apply_bad_words"
 
@@ -94,3 +96,11 @@ def test_bad_argument_raises(name, change, message, device):
     tables[name] = change(tables[name])
     with pytest.raises(ValueError, match=message):
         apply_bad_words(logits, **tables, max_num_bad_words=max_words)
+
+
+class TestOverflow(OverflowTests):
+    """Every overflow tier on the family's huge cases; sm_90 compiles of its kernels."""
+
+    cases = family.CASES
+    compile_specs = family.COMPILE_SPECS
+    small_batch_tests = False  # the hypothesis tests above cover small batches

@@ -6,9 +6,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import reference.gumbel as reference
-from harness.compare import assert_rows_close, assert_rows_equal
+from triton_overflow import OverflowTests, assert_rows_close, assert_rows_equal
 from kernels.gumbel import apply_temperature, gumbel_sample
 from tests.strategies import LogitsSpec, build_logits, logits_specs, row_slots
+from tests.cases import gumbel as family
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -149,3 +150,11 @@ def test_temperature_bad_argument_raises(device):
         apply_temperature(logits, mapping + 7, temperature)
     with pytest.raises(ValueError, match="temperature must have dtype"):
         apply_temperature(logits, mapping, temperature.double())
+
+
+class TestOverflow(OverflowTests):
+    """Every overflow tier on the family's huge cases; sm_90 compiles of its kernels."""
+
+    cases = family.CASES
+    compile_specs = family.COMPILE_SPECS
+    small_batch_tests = False  # the hypothesis tests above cover small batches

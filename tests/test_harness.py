@@ -1,58 +1,20 @@
-"""Self-tests of the harness: each detector on planted bugs, and fault isolation."""
+"""Self-tests of the machinery: the int32 twin, huge-case geometry, the memory gate, the
+interpreter hooks, and fault isolation."""
 
 from pathlib import Path
 
 import pytest
 import torch
 
-from harness.huge import first_wrapping_row, huge_layout, landing_row, wrapped_offset
-from harness.isolation import run_isolated
-from harness.memory import DenseDeviceMemory
-from harness.twin import twin_source
-from tests.lint_cli import run_lint
+from triton_overflow import mode
+from triton_overflow.huge import first_wrapping_row, huge_layout, landing_row, wrapped_offset
+from triton_overflow.isolation import run_isolated
+from triton_overflow.memory import DenseDeviceMemory
+from triton_overflow.twin import twin_source
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANTED = ROOT / "tests" / "planted"
-
-
-@pytest.mark.selftest
-@pytest.mark.static
-def test_lint_flags_each_planted_product():
-    """Program id, loaded index, loop variable, helper and too-late widening: each is found."""
-    done = run_lint(PLANTED / "overflowing.py")
-    assert done.returncode == 1, done.stdout + done.stderr
-    for kernel in ("program_id_times_stride_kernel", "loaded_index_times_stride_kernel",
-                   "loop_variable_times_stride_kernel", "product_in_helper_kernel",
-                   "widened_too_late_kernel", "bounded_without_reason_kernel"):
-        assert f": {kernel}: i32 multiply feeds a pointer offset" in done.stdout, done.stdout
-    assert "tests/planted/overflowing.py:14:" in done.stdout
-
-
-@pytest.mark.selftest
-@pytest.mark.static
-def test_lint_passes_widened_kernels():
-    """Widened kernels, and a product marked bounded with its reason, have no finding."""
-    done = run_lint(PLANTED / "safe.py")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "5 kernels checked, 0 with findings" in done.stdout
-
-
-@pytest.mark.selftest
-@pytest.mark.static
-def test_lint_exits_2_when_there_is_nothing_to_check(tmp_path):
-    (tmp_path / "empty.py").write_text("x = 1\n")
-    done = run_lint(tmp_path / "empty.py")
-    assert done.returncode == 2 and "no @triton.jit kernel" in done.stdout
-
-
-@pytest.mark.selftest
-@pytest.mark.static
-def test_lint_honours_a_bounded_marker_only_with_its_reason():
-    """`# overflow-lint: bounded by <reason>` silences its line; the bare marker does not."""
-    safe = run_lint(PLANTED / "safe.py")
-    assert "bounded_block_product_kernel" not in safe.stdout, safe.stdout
-    flagged = run_lint(PLANTED / "overflowing.py")
-    assert ": bounded_without_reason_kernel: i32 multiply" in flagged.stdout, flagged.stdout
+INTERPRETER = mode.INTERPRETER
 
 
 @pytest.mark.selftest
@@ -60,14 +22,26 @@ def test_twin_undoes_each_widening_in_place():
     """Both spellings are undone; lines and everything else stay byte for byte."""
     source = (PLANTED / "safe.py").read_text()
     twin, widenings = twin_source(source)
-    assert [w.text for w in widenings] == ["tl.program_id(0).to(tl.int64)",
-                                          "tl.load(slot_ptr + tl.program_id(0)).to(tl.int64)",
-                                          "tl.cast(row, tl.int64)",
-                                          "tl.program_id(0).to(tl.int64)"]
+    assert [w.text for w in widenings][:4] == ["tl.program_id(0).to(tl.int64)",
+                                              "tl.load(slot_ptr + tl.program_id(0)).to(tl.int64)",
+                                              "tl.cast(row, tl.int64)",
+                                              "row.to(tl.int64)"]
     assert len(twin.splitlines()) == len(source.splitlines())
     assert "row = tl.program_id(0)\n" in twin
     assert "x_ptr + row * stride" in twin
-    assert "int64" not in twin
+    assert ".to(tl.int64)" not in twin and "tl.cast(" not in twin
+
+
+@pytest.mark.selftest
+def test_twin_with_only_undoes_one_widening():
+    """A per-widening mutant: the chosen widening undone, every other one kept."""
+    source = (PLANTED / "safe.py").read_text()
+    _, every = twin_source(source)
+    mutant, undone = twin_source(source, only=2)
+    assert undone == [every[2]]
+    assert mutant.count(".to(tl.int64)") + mutant.count("tl.cast(") == len(every) - 1
+    with pytest.raises(ValueError, match="does not exist"):
+        twin_source(source, only=len(every))
 
 
 @pytest.mark.selftest
@@ -113,48 +87,58 @@ def test_memory_gate_says_what_was_needed():
 @pytest.mark.selftest
 def test_interpreter_runs_only_the_selected_programs():
     outcome = run_isolated("tests.interp_probe:selected_rows", {"rows": 9, "selected": [2, 7]},
-                           env={"TRITON_INTERPRET": "1"}, timeout=300)
+                           mode=INTERPRETER, timeout=300)
     assert outcome.status == "passed", outcome.output
     assert outcome.value == {"written": [2, 7], "num_programs": 9}
 
 
 @pytest.mark.selftest
 def test_wrap_check_names_the_line_and_spares_unsigned_wraps():
-    outcome = run_isolated("tests.interp_probe:wrapping_product", {},
-                           env={"TRITON_INTERPRET": "1"}, timeout=300)
+    outcome = run_isolated("tests.interp_probe:wrapping_product", {}, mode=INTERPRETER,
+                           timeout=300)
     assert outcome.status == "failed" and outcome.error == "Int32WrapError", outcome.output
     assert "interp_probe.py" in outcome.message and "65536 * 32768" in outcome.message
-    outcome = run_isolated("tests.interp_probe:unsigned_wrap", {}, env={"TRITON_INTERPRET": "1"},
-                           timeout=300)
+    outcome = run_isolated("tests.interp_probe:unsigned_wrap", {}, mode=INTERPRETER, timeout=300)
     assert outcome.status == "passed" and outcome.value == 0, outcome.output
 
 
-_planted_fault = {}
+@pytest.mark.selftest
+def test_wrap_check_covers_left_shifts():
+    outcome = run_isolated("tests.interp_probe:wrapping_shift", {}, mode=INTERPRETER, timeout=300)
+    assert outcome.status == "failed" and outcome.error == "Int32WrapError", outcome.output
+    assert "<<" in outcome.message and "interp_probe.py" in outcome.message
+
+
+@pytest.mark.selftest
+def test_interpreted_loop_variables_are_int32_like_the_gpus():
+    """A persistent loop over ``tl.range`` widens its variable with ``.to(tl.int64)``, and an
+    unwidened loop variable times a stride wraps (caught by the wrap check)."""
+    outcome = run_isolated("tests.interp_probe:persistent_rows", {"widen": True},
+                           mode=INTERPRETER, timeout=300)
+    assert outcome.status == "passed" and outcome.value == [0, 7, 14, 21], outcome.output
+    outcome = run_isolated("tests.interp_probe:persistent_rows", {"widen": False,
+                                                                  "stride": 2**30},
+                           mode=INTERPRETER, timeout=300)
+    assert outcome.status == "failed" and outcome.error == "Int32WrapError", outcome.output
 
 
 @pytest.mark.selftest
 @pytest.mark.huge
 def test_isolation_contains_a_planted_fault():
-    """The int32 twin at a negative wrap, unchecked, kills its process (segfault in the
-    interpreter, illegal memory access on a GPU); only the child dies."""
+    """The int32 twin at a negative wrap, unchecked, kills or fails its process (a segfault in
+    the interpreter, an illegal memory access on a GPU); only the child dies, and this process
+    and its device still work afterwards."""
     on_gpu = torch.cuda.is_available()
     outcome = run_isolated(
-        "harness.runner:run_case",
+        "triton_overflow.runner:run_case",
         dict(case="tests.cases.logprob:TOKEN_RANKS", mode="negative",
              backend="dense-device" if on_gpu else "lazy-host", twin=True, wrap_check=False),
-        env=None if on_gpu else {"TRITON_INTERPRET": "1"},
-        unset_env=("TRITON_INTERPRET", ) if on_gpu else (), timeout=600)
-    _planted_fault["outcome"] = outcome
+        mode=mode.DEVICE if on_gpu else INTERPRETER, timeout=600)
     assert outcome.status in ("crashed", "failed"), outcome.summary()
     if outcome.status == "failed":
-        assert outcome.device_fault or outcome.error in ("RowMismatch", "AssertionError"), outcome.summary()
-
-
-@pytest.mark.selftest
-def test_suite_continues_after_the_planted_fault(device):
-    """Runs after the planted fault in the same session: this process and its device still work."""
-    if "outcome" not in _planted_fault:
-        pytest.fail("test_isolation_contains_a_planted_fault did not run first in this session")
+        assert outcome.device_fault or outcome.error in ("RowMismatch", "AssertionError"), \
+            outcome.summary()
     from kernels.logprob import compute_token_ranks
+    device = torch.device("cpu" if mode.interpreted() else "cuda")
     logits = torch.tensor([[1.0, 3.0, 2.0]], device=device)
     assert compute_token_ranks(logits, torch.tensor([2], device=device)).tolist() == [2]

@@ -6,9 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import reference.logit_bias as reference
-from harness.compare import assert_rows_close
+from triton_overflow import OverflowTests, assert_rows_close
 from kernels.logit_bias import apply_logit_bias
 from tests.strategies import LogitsSpec, build_logits, logits_specs, row_slots
+from tests.cases import logit_bias as family
 
 KERNEL = "apply_logit_bias"
 
@@ -87,3 +88,11 @@ def test_bad_argument_raises(index, change, message, device):
     tables[index] = change(tables[index])
     with pytest.raises(ValueError, match=message):
         apply_logit_bias(torch.zeros(3, 8, device=device), *tables)
+
+
+class TestOverflow(OverflowTests):
+    """Every overflow tier on the family's huge cases; sm_90 compiles of its kernels."""
+
+    cases = family.CASES
+    compile_specs = family.COMPILE_SPECS
+    small_batch_tests = False  # the hypothesis tests above cover small batches

@@ -6,9 +6,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import reference.logprob as reference
-from harness.compare import assert_rows_close, assert_rows_equal
+from triton_overflow import OverflowTests, assert_rows_close, assert_rows_equal
 from kernels.logprob import compute_token_logprobs, compute_token_ranks
 from tests.strategies import LogitsSpec, build_logits, logits_specs
+from tests.cases import logprob as family
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -135,3 +136,10 @@ def test_unchecked_out_of_range_ids_never_read_out_of_bounds(device):
     assert compute_token_logprobs(logits, ids, check_values=False).isnan().all()
     assert compute_token_ranks(logits, ids[:, 0], check_values=False).tolist() == [0, 0]
 
+
+class TestOverflow(OverflowTests):
+    """Every overflow tier on the family's huge cases; sm_90 compiles of its kernels."""
+
+    cases = family.CASES
+    compile_specs = family.COMPILE_SPECS
+    small_batch_tests = False  # the hypothesis tests above cover small batches

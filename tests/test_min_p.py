@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 import reference.min_p as reference
 from kernels.min_p import apply_min_p
 from tests.strategies import LogitsSpec, build_logits, logits_specs, row_slots
+from triton_overflow import OverflowTests
+from tests.cases import min_p as family
 
 KERNEL = "apply_min_p"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -68,3 +70,11 @@ def test_bad_argument_raises(change, message, device):
     mapping = torch.zeros(3, dtype=torch.int32, device=device)
     with pytest.raises(ValueError, match=message):
         apply_min_p(*change(logits, mapping, torch.full((2, ), 0.1, device=device)))
+
+
+class TestOverflow(OverflowTests):
+    """Every overflow tier on the family's huge cases; sm_90 compiles of its kernels."""
+
+    cases = family.CASES
+    compile_specs = family.COMPILE_SPECS
+    small_batch_tests = False  # the hypothesis tests above cover small batches

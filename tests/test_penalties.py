@@ -6,9 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import reference.penalties as reference
-from harness.compare import assert_rows_close, assert_rows_equal
+from triton_overflow import OverflowTests, assert_rows_close, assert_rows_equal
 from kernels.penalties import apply_penalties, build_penalty_state
 from tests.strategies import LogitsSpec, build_logits
+from tests.cases import penalties as family
 
 KERNEL = "apply_penalties"
 
@@ -115,3 +116,11 @@ def test_state_rejects_tokens_past_the_vocab(device):
     history["total_len"] = history["prompt_len"] + 1
     with pytest.raises(ValueError, match=r"all_token_ids must lie in \[0, 33\)"):
         build_penalty_state(**history, **state)
+
+
+class TestOverflow(OverflowTests):
+    """Every overflow tier on the family's huge cases; sm_90 compiles of its kernels."""
+
+    cases = family.CASES
+    compile_specs = family.COMPILE_SPECS
+    small_batch_tests = False  # the hypothesis tests above cover small batches

@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 import reference.rejection as reference
 from reference.gumbel import assert_valid_token
 from kernels.rejection import rejection_sample
+from triton_overflow import OverflowTests
+from tests.cases import rejection as family
 
 KERNEL = "rejection_sample"
 # A random acceptance test this close to its threshold may go either way in fp32.
@@ -114,3 +116,11 @@ def test_bad_argument_raises(name, change, message, device):
     inputs[name] = change(inputs[name])
     with pytest.raises(ValueError, match=message):
         rejection_sample(**inputs)
+
+
+class TestOverflow(OverflowTests):
+    """Every overflow tier on the family's huge cases; sm_90 compiles of its kernels."""
+
+    cases = family.CASES
+    compile_specs = family.COMPILE_SPECS
+    small_batch_tests = False  # the hypothesis tests above cover small batches

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 import reference.topk_topp as reference
 from kernels.topk_topp import SCRATCH, apply_top_k_top_p
 from tests.strategies import LogitsSpec, build_logits, logits_specs, top_k_values, top_p_values
+from triton_overflow import OverflowTests
+from tests.cases import topk_topp as family
 
 KERNEL = "apply_top_k_top_p"
 
@@ -126,3 +128,10 @@ def test_empty_batch_and_no_filters_are_no_ops(device):
     apply_top_k_top_p(logits, None, None)
     assert torch.equal(logits, before)
 
+
+class TestOverflow(OverflowTests):
+    """Every overflow tier on the family's huge cases; sm_90 compiles of its kernels."""
+
+    cases = family.CASES
+    compile_specs = family.COMPILE_SPECS
+    small_batch_tests = False  # the hypothesis tests above cover small batches

@@ -1,18 +1,15 @@
-"""Case descriptions: per kernel, which rows a huge case plants, poisons and compares.
+"""Each family's huge cases, compile specs and benchmark entries, beside each other.
 
-``harness.runner`` drives them; how the memory is obtained is the backend's business.
+``tests/test_<family>.py`` lists a family's ``CASES`` and ``COMPILE_SPECS`` on its
+``OverflowTests`` class; ``families()`` finds every family module for the checks that span them
+(every launched kernel has a compile spec) and for the benchmark.
 """
 
 import importlib
 import pkgutil
 
 
-def all_cases():
-    """Every case object defined in this package, by "module:ATTRIBUTE" name."""
-    found = {}
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for attribute, value in vars(module).items():
-            if attribute.isupper() and hasattr(value, "launch") and hasattr(value, "programs"):
-                found[f"{module.__name__}:{attribute}"] = value
-    return found
+def families():
+    """Every family module of this package, by name."""
+    return {info.name: importlib.import_module(f"{__name__}.{info.name}")
+            for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")}

@@ -1,22 +1,27 @@
-"""Huge case for ``kernels.logit_bias``: allowed ids, bias and stop ids on the highest rows."""
+"""Huge cases for ``kernels.logit_bias``: allowed ids, bias and stop ids on the highest rows, and a
+huge ``allowed_token_ids [max_num_reqs, 1024]`` table read at a high request slot."""
 
 import torch
 
 import reference.logit_bias as reference
-from harness.compare import assert_rows_close
-from tests.cases._rows import LogitsRowsCase, SlotTableCase
+from triton_overflow.bench import Benchmark
+from triton_overflow import CompileSpec, RowsCase, SlotTableCase
 
 ALLOWED = (3, 70000, 131071, 5, 9)
 BIASED = (70000, 5, 17)
 STOPPED = (9, 3)
+ARGUMENTS = ("expanded_idx_mapping", "pos", "num_allowed_token_ids", "allowed_token_ids",
+             "num_logit_bias", "logit_bias_token_ids", "logit_bias", "min_lens",
+             "num_stop_token_ids", "stop_token_ids")
+PER_ROW = ("expanded_idx_mapping", "pos")
 
 
-class LogitBiasCase(LogitsRowsCase):
+class LogitBiasCase(RowsCase):
     name = "apply_logit_bias"
     module = "kernels.logit_bias"
 
-    def prepare(self, logits, layout):
-        device = logits.device
+    def inputs(self, run):
+        device = run.device
 
         def table(ids):
             return torch.tensor([ids], dtype=torch.int32, device=device)
@@ -24,25 +29,23 @@ class LogitBiasCase(LogitsRowsCase):
         def count(ids):
             return torch.tensor([len(ids)], dtype=torch.int32, device=device)
 
-        return {"args": (self.slots(layout, device),
-                         torch.zeros(layout.rows, dtype=torch.int64, device=device),
-                         count(ALLOWED), table(ALLOWED), count(BIASED), table(BIASED),
-                         torch.tensor([[0.5, -2.0, 4.0]], device=device),
-                         torch.tensor([10], dtype=torch.int32, device=device), count(STOPPED),
-                         table(STOPPED))}
+        return {"expanded_idx_mapping": torch.zeros(run.rows, dtype=torch.int32, device=device),
+                "pos": torch.zeros(run.rows, dtype=torch.int64, device=device),
+                "num_allowed_token_ids": count(ALLOWED), "allowed_token_ids": table(ALLOWED),
+                "num_logit_bias": count(BIASED), "logit_bias_token_ids": table(BIASED),
+                "logit_bias": torch.tensor([[0.5, -2.0, 4.0]], device=device),
+                "min_lens": torch.tensor([10], dtype=torch.int32, device=device),
+                "num_stop_token_ids": count(STOPPED), "stop_token_ids": table(STOPPED)}
 
-    def launch(self, module, logits, inputs, layout, interpreted):
-        module.apply_logit_bias(logits, *inputs["args"])
+    def launch(self, kernels, logits, run, **inputs):
+        kernels.apply_logit_bias(logits, **inputs)
         return logits
 
-    def check_row(self, produced, row, planted, inputs, what):
-        expected = planted[None].clone()
-        args = [a[:1].cpu() if a.dim() == 1 and a.numel() > 1 else a.cpu() for a in inputs["args"]]
-        reference.apply_logit_bias(expected, *args)
-        assert_rows_close(produced[row], expected[0], what, torch.float32)
-
-
-LOGIT_BIAS = LogitBiasCase()
+    def expected_row(self, values, row, **inputs):
+        expected = values[None].clone()
+        tables = {k: (v[row:row + 1] if k in PER_ROW else v).cpu() for k, v in inputs.items()}
+        reference.apply_logit_bias(expected, **tables)
+        return expected[0]
 
 
 class AllowedIdsTableCase(SlotTableCase):
@@ -51,43 +54,69 @@ class AllowedIdsTableCase(SlotTableCase):
 
     name = "apply_logit_bias (allowed ids table)"
     module = "kernels.logit_bias"
-    vocab = 1024  # table width
+    width = 1024
     vocab_size = 4096
     allowed = 16
-    ID_RANGE = (0, vocab_size)
-    RUN_POISON_SLOTS = False
+    id_range = (0, vocab_size)
+    run_poison_slots = False
 
-    def prepare(self, table, layout):
-        device = table.device
-        slots = self.slots(layout)
-        rows, reqs = len(slots), layout.rows
+    def inputs(self, table, run):
+        device = run.device
+        rows, slots = len(run.slots), run.rows
 
         def column(value, dtype=torch.int32):
-            return torch.full((reqs, 1), value, dtype=dtype, device=device)
+            return torch.full((slots, 1), value, dtype=dtype, device=device)
 
         def count(value):
-            return torch.full((reqs, ), value, dtype=torch.int32, device=device)
+            return torch.full((slots, ), value, dtype=torch.int32, device=device)
 
-        logits = torch.randn(self.vocab_size, generator=torch.Generator().manual_seed(4))
-        return {"source": logits,
-                "logits": logits.expand(rows, -1).contiguous().to(device),
-                "args": (torch.tensor(slots, dtype=torch.int32, device=device),
-                         torch.zeros(rows, dtype=torch.int64, device=device),
-                         count(self.allowed), table, count(0), column(0), column(0.0, torch.float32),
-                         count(0), count(0), column(0))}
+        source = torch.randn(self.vocab_size, generator=torch.Generator().manual_seed(4))
+        return {"source": source,
+                "logits": source.expand(rows, -1).contiguous().to(device),
+                "expanded_idx_mapping": torch.tensor(run.slots, dtype=torch.int32,
+                                                     device=device),
+                "pos": torch.zeros(rows, dtype=torch.int64, device=device),
+                "num_allowed_token_ids": count(self.allowed), "allowed_token_ids": table,
+                "num_logit_bias": count(0), "logit_bias_token_ids": column(0),
+                "logit_bias": column(0.0, torch.float32), "min_lens": count(0),
+                "num_stop_token_ids": count(0), "stop_token_ids": column(0)}
 
-    def launch(self, module, table, inputs, layout, interpreted):
-        module.apply_logit_bias(inputs["logits"], *inputs["args"], check_values=not interpreted)
-        return inputs["logits"]
+    def launch(self, kernels, table, run, *, source, logits, **arguments):
+        kernels.apply_logit_bias(logits, **arguments, check_values=not run.interpreted)
+        return logits
 
-    def check(self, produced, table, inputs, layout, planted):
+    def expected_row(self, table_row, slot, *, source, **inputs):
         expected = torch.full((self.vocab_size, ), float("-inf"))
-        kept = planted[0][:self.allowed].long()
-        expected[kept] = inputs["source"][kept]
-        for index, slot in enumerate(self.slots(layout)):
-            assert_rows_close(produced[index], expected,
-                              f"row filtered by slot {slot} (allowed-ids row starts at slot * 1024)",
-                              torch.float32, slot, layout.row_stride)
+        kept = table_row[:self.allowed].long()
+        expected[kept] = source[kept]
+        return expected
 
 
+LOGIT_BIAS = LogitBiasCase()
 ALLOWED_IDS_TABLE = AllowedIdsTableCase()
+CASES = [LOGIT_BIAS, ALLOWED_IDS_TABLE]
+COMPILE_SPECS = [
+    CompileSpec("kernels.logit_bias:_logit_bias_kernel",
+                {**{k: "*i32" for k in ("idx_mapping_ptr", "num_allowed_ptr", "allowed_ptr",
+                                        "num_bias_ptr", "bias_ids_ptr", "min_lens_ptr",
+                                        "num_stop_ptr", "stop_ids_ptr")}, "pos_ptr": "*i64"},
+                label="logit bias"),
+]
+
+
+def benchmarks(batch, kernels, data):
+    """Benchmark rows at ``batch`` rows for ``kernels`` (the module or its twin)."""
+    logits, mapping, generator = data.logits, data.mapping, data.generator
+    vocab = logits.size(1)
+    table = torch.randint(0, vocab, (batch, 8), dtype=torch.int32, device="cuda",
+                          generator=generator)
+    count8 = torch.full((batch, ), 8, dtype=torch.int32, device="cuda")
+    bias = torch.randn(batch, 8, device="cuda")
+    zeros = torch.zeros(batch, dtype=torch.int32, device="cuda")
+    arguments = (mapping, torch.arange(batch, dtype=torch.int64, device="cuda"), zeros, table,
+                 count8, table, bias, torch.full((batch, ), 2**30, dtype=torch.int32,
+                                                 device="cuda"), count8, table)
+    return {"logit bias": Benchmark(
+        lambda **kw: kernels.apply_logit_bias(logits, *arguments, **kw),
+        lambda: logits.scatter_add_(1, table[mapping.long()].long(), bias[mapping.long()]),
+        data.restore, batch * 8 * 16, (10, 10, 10))}

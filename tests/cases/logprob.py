@@ -2,69 +2,74 @@
 
 import torch
 
-from harness.compare import assert_rows_close, assert_rows_equal
 import reference.logprob as reference
+from triton_overflow.bench import Benchmark
+from triton_overflow import CompileSpec, RowsCase
 
 TOKEN_IDS = (7, 0, 2**17 - 1)  # first, last and an interior vocab entry
+I64 = "*i64"
 
 
-class _RowKernelCase:
-    module = "kernels.logprob"
-    vocab = 2**17
-    dtype = torch.float32
-
-    def programs(self, layout):
-        return [0, *layout.poison_rows, *layout.check_rows]
-
-    def check(self, produced, logits, inputs, layout, planted):
-        stride = layout.row_stride
-        for row in (0, ) + layout.poison_rows + layout.check_rows:
-            expected = self.reference(planted[row][None], inputs["ids"][row:row + 1].cpu())[0]
-            self.compare(produced[row], expected,
-                         f"row {row} against the reference on its own input", row, stride)
-        for row in layout.check_rows:
-            assert_rows_equal(produced[row], produced[0], f"row {row} against row 0", row, stride)
-
-
-class TokenLogprobsCase(_RowKernelCase):
+class TokenLogprobsCase(RowsCase):
     name = "compute_token_logprobs"
+    module = "kernels.logprob"
 
-    def extra_bytes(self, layout):
-        return layout.rows * len(TOKEN_IDS) * 12
+    def extra_bytes(self, run):
+        return run.rows * len(TOKEN_IDS) * 12
 
-    def prepare(self, logits, layout):
-        ids = torch.tensor(TOKEN_IDS, dtype=torch.int64, device=logits.device)
-        return {"ids": ids.expand(layout.rows, -1).contiguous()}
+    def inputs(self, run):
+        ids = torch.tensor(TOKEN_IDS, dtype=torch.int64, device=run.device)
+        return {"ids": ids.expand(run.rows, -1).contiguous()}
 
-    def launch(self, module, logits, inputs, layout, interpreted):
-        return module.compute_token_logprobs(logits, inputs["ids"])
+    def launch(self, kernels, logits, run, *, ids):
+        return kernels.compute_token_logprobs(logits, ids)
 
-    def reference(self, rows, ids):
-        return reference.compute_token_logprobs(rows, ids)
-
-    def compare(self, actual, expected, what, row, stride):
-        assert_rows_close(actual, expected, what, self.dtype, row, stride)
+    def expected_row(self, values, row, *, ids):
+        return reference.compute_token_logprobs(values[None], ids[row:row + 1].cpu())[0]
 
 
-class TokenRanksCase(_RowKernelCase):
+class TokenRanksCase(RowsCase):
     name = "compute_token_ranks"
+    module = "kernels.logprob"
 
-    def extra_bytes(self, layout):
-        return layout.rows * 16
+    def extra_bytes(self, run):
+        return run.rows * 16
 
-    def prepare(self, logits, layout):
-        return {"ids": torch.full((layout.rows, ), TOKEN_IDS[0], dtype=torch.int64,
-                                  device=logits.device)}
+    def inputs(self, run):
+        return {"ids": torch.full((run.rows, ), TOKEN_IDS[0], dtype=torch.int64,
+                                  device=run.device)}
 
-    def launch(self, module, logits, inputs, layout, interpreted):
-        return module.compute_token_ranks(logits, inputs["ids"])
+    def launch(self, kernels, logits, run, *, ids):
+        return kernels.compute_token_ranks(logits, ids)
 
-    def reference(self, rows, ids):
-        return reference.compute_token_ranks(rows, ids)
-
-    def compare(self, actual, expected, what, row, stride):
-        assert_rows_equal(actual, expected, what, row, stride)
+    def expected_row(self, values, row, *, ids):
+        return reference.compute_token_ranks(values[None], ids[row:row + 1].cpu())[0]
 
 
 TOKEN_LOGPROBS = TokenLogprobsCase()
 TOKEN_RANKS = TokenRanksCase()
+CASES = [TOKEN_LOGPROBS, TOKEN_RANKS]
+COMPILE_SPECS = [
+    CompileSpec("kernels.logprob:_token_logprobs_kernel", {"ids_ptr": I64, "logits_ptr": "*bf16"},
+                num_warps=8, label="logprobs bf16"),
+    CompileSpec("kernels.logprob:_token_logprobs_kernel", {"ids_ptr": I64, "logits_ptr": "*fp16"},
+                num_warps=8, label="logprobs fp16"),
+    CompileSpec("kernels.logprob:_token_ranks_kernel", {"ids_ptr": I64, "out_ptr": I64},
+                num_warps=8, label="ranks"),
+]
+
+
+def benchmarks(batch, kernels, data):
+    """Benchmark rows at ``batch`` rows for ``kernels`` (the module or its twin)."""
+    pristine, ids = data.pristine, data.ids
+    rank_ids = ids[:, 0].contiguous()
+    return {
+        "token logprobs (6 ids)": Benchmark(
+            lambda **kw: kernels.compute_token_logprobs(pristine, ids, **kw),
+            lambda: torch.log_softmax(pristine, dim=-1).gather(1, ids), None, data.size,
+            (73, 169, 317)),
+        "ranks": Benchmark(
+            lambda **kw: kernels.compute_token_ranks(pristine, rank_ids, **kw),
+            lambda: (pristine >= pristine.gather(1, rank_ids[:, None])).sum(-1), None, data.size,
+            (98, 104, 159)),
+    }

@@ -1,44 +1,48 @@
 """Huge cases for ``kernels.penalties``: the highest logits rows; a huge ``output_bin_counts
-[max_num_reqs, V]`` read at a high slot; a huge ``prompt_bin_mask [max_num_reqs, V / 32]``
-read at a high slot; a huge token history counted at a high slot."""
+[max_num_reqs, V]`` read at a high slot; a huge ``prompt_bin_mask [max_num_reqs, V / 32]`` read
+at a high slot; a huge token history counted at a high slot."""
 
 import torch
 
 import reference.penalties as reference
-from harness.compare import assert_rows_close, assert_rows_equal
-from tests.cases._rows import LogitsRowsCase, SlotTableCase
+from triton_overflow.bench import Benchmark
+from triton_overflow import Case, CompileSpec, RowsCase, SlotTableCase, assert_rows_equal
 
 VOCAB = 2**17
 PENALTIES = (1.3, 0.4, 0.25)  # repetition, frequency, presence
+PENALTY_NAMES = ("repetition_penalty", "frequency_penalty", "presence_penalty")
+PER_ROW = ("expanded_idx_mapping", "token_ids", "expanded_local_pos")
 
 
 def _penalty_tables(device, slots):
-    return [torch.full((slots, ), value, device=device) for value in PENALTIES]
+    return {name: torch.full((slots, ), value, device=device)
+            for name, value in zip(PENALTY_NAMES, PENALTIES)}
 
 
-class PenaltiesLogitsCase(LogitsRowsCase):
+class PenaltiesLogitsCase(RowsCase):
     name = "apply_penalties"
     module = "kernels.penalties"
 
-    def prepare(self, logits, layout):
-        device = logits.device
+    def inputs(self, run):
+        device = run.device
         counts = torch.zeros(1, VOCAB, dtype=torch.int32, device=device)
         counts[0, ::97] = 2
         mask = torch.zeros(1, VOCAB // 32, dtype=torch.int32, device=device)
         mask[0, ::5] = 0x55555555
-        zeros = torch.zeros(layout.rows, dtype=torch.int32, device=device)
-        return {"args": [self.slots(layout, device), zeros, zeros, *_penalty_tables(device, 1),
-                         mask, counts]}
+        zeros = torch.zeros(run.rows, dtype=torch.int32, device=device)
+        return {"expanded_idx_mapping": zeros, "token_ids": zeros, "expanded_local_pos": zeros,
+                **_penalty_tables(device, 1), "prompt_bin_mask": mask,
+                "output_bin_counts": counts}
 
-    def launch(self, module, logits, inputs, layout, interpreted):
-        module.apply_penalties(logits, *inputs["args"])
+    def launch(self, kernels, logits, run, **inputs):
+        kernels.apply_penalties(logits, **inputs)
         return logits
 
-    def check_row(self, produced, row, planted, inputs, what):
-        expected = planted[None].clone()
-        args = [a[:1].cpu() if i < 3 else a.cpu() for i, a in enumerate(inputs["args"])]
-        reference.apply_penalties(expected, *args)
-        assert_rows_close(produced[row], expected[0], what, torch.float32)
+    def expected_row(self, values, row, **inputs):
+        expected = values[None].clone()
+        tables = {k: (v[row:row + 1] if k in PER_ROW else v).cpu() for k, v in inputs.items()}
+        reference.apply_penalties(expected, **tables)
+        return expected[0]
 
 
 class _PenaltyStateCase(SlotTableCase):
@@ -46,60 +50,58 @@ class _PenaltyStateCase(SlotTableCase):
     launch has one logits row per planted slot, each penalised from its own slot."""
 
     module = "kernels.penalties"
-    SEED = 0
-    ADDRESSING = ""  # where a slot's table row starts, for failure messages
+    seed = 0
+    addressing = ""  # where a slot's table row starts, for failure messages
 
     def other_table(self, slots, device):
         """The table that is not the huge one, zeros for ``slots`` request slots."""
         raise NotImplementedError
 
     def state(self, huge, other):
-        """``(prompt_bin_mask, output_bin_counts)`` from the huge table and the other one."""
+        """``{"prompt_bin_mask": ..., "output_bin_counts": ...}`` from the two tables."""
         raise NotImplementedError
 
-    def prepare(self, huge, layout):
-        device = huge.device
-        slots = self.slots(layout)
-        logits = torch.randn(VOCAB, generator=torch.Generator().manual_seed(self.SEED))
+    def inputs(self, huge, run):
+        device = run.device
+        slots = run.slots
+        source = torch.randn(VOCAB, generator=torch.Generator().manual_seed(self.seed))
         zeros = torch.zeros(len(slots), dtype=torch.int32, device=device)
-        return {"logits": logits.expand(len(slots), -1).contiguous().to(device), "source": logits,
-                "args": [torch.tensor(slots, dtype=torch.int32, device=device), zeros, zeros,
-                         *_penalty_tables(device, layout.rows),
-                         *self.state(huge, self.other_table(layout.rows, device))]}
+        return {"source": source,
+                "logits": source.expand(len(slots), -1).contiguous().to(device),
+                "expanded_idx_mapping": torch.tensor(slots, dtype=torch.int32, device=device),
+                "token_ids": zeros, "expanded_local_pos": zeros,
+                **_penalty_tables(device, run.rows),
+                **self.state(huge, self.other_table(run.rows, device))}
 
-    def launch(self, module, huge, inputs, layout, interpreted):
-        module.apply_penalties(inputs["logits"], *inputs["args"])
-        return inputs["logits"]
+    def launch(self, kernels, huge, run, *, source, logits, **arguments):
+        kernels.apply_penalties(logits, **arguments)
+        return logits
 
-    def check(self, produced, huge, inputs, layout, planted):
+    def expected_row(self, table_row, slot, *, source, **inputs):
         one_row = torch.zeros(1, dtype=torch.int32)
-        penalties = [t[:1].cpu() for t in inputs["args"][3:6]]
-        for index, slot in enumerate(self.slots(layout)):
-            expected = inputs["source"][None].clone()
-            reference.apply_penalties(expected, one_row, one_row, one_row, *penalties,
-                                      *self.state(planted[slot][None], self.other_table(1, "cpu")))
-            assert_rows_close(produced[index], expected[0],
-                              f"row penalised from slot {slot} ({self.ADDRESSING})",
-                              torch.float32, slot, layout.row_stride)
+        expected = source[None].clone()
+        reference.apply_penalties(expected, one_row, one_row, one_row,
+                                  *(inputs[name][:1].cpu() for name in PENALTY_NAMES),
+                                  **self.state(table_row[None], self.other_table(1, "cpu")))
+        return expected[0]
 
 
 class PenaltyCountsCase(_PenaltyStateCase):
     """The huge tensor is ``output_bin_counts``, one row of V counts per request slot."""
 
     name = "apply_penalties (output_bin_counts)"
-    vocab = VOCAB
-    ID_RANGE = (0, 3)
-    SEED = 3
-    ADDRESSING = "counts row starts at slot * V"
+    width = VOCAB
+    id_range = (0, 3)
+    seed = 3
 
-    def extra_bytes(self, layout):
-        return layout.rows * (VOCAB // 8 + 64)
+    def extra_bytes(self, run):
+        return run.rows * (VOCAB // 8 + 64)
 
     def other_table(self, slots, device):
         return torch.zeros(slots, VOCAB // 32, dtype=torch.int32, device=device)
 
     def state(self, huge, other):
-        return other, huge
+        return {"prompt_bin_mask": other, "output_bin_counts": huge}
 
 
 class PenaltyPromptMaskCase(_PenaltyStateCase):
@@ -110,59 +112,96 @@ class PenaltyPromptMaskCase(_PenaltyStateCase):
     """
 
     name = "apply_penalties (prompt_bin_mask)"
-    vocab = VOCAB // 32
-    ID_RANGE = (-2**31, 2**31 - 1)
-    SEED = 4
-    ADDRESSING = "bitset row starts at slot * V / 32"
+    width = VOCAB // 32
+    id_range = (-2**31, 2**31 - 1)
+    seed = 4
 
     def other_table(self, slots, device):
         return torch.zeros(1, VOCAB, dtype=torch.int32, device=device).expand(slots, -1)
 
     def state(self, huge, other):
-        return huge, other
+        return {"prompt_bin_mask": huge, "output_bin_counts": other}
 
 
-class BincountHistoryCase(SlotTableCase):
+class BincountHistoryCase(Case):
     """The huge tensor is the token history; counts and bitsets are rebuilt at a high slot."""
 
     name = "build_penalty_state (token history)"
     module = "kernels.penalties"
-    vocab = 2**20  # max_model_len
+    width = 2**20  # max_model_len
+    dtype = torch.int32
     vocab_size = 4096
     prompt = 1000
     tail = 3000  # tokens counted: the prompt, then the last `tail` positions minus the prompt
-    ID_RANGE = (0, vocab_size)
-    RUN_POISON_SLOTS = False
 
-    def extra_bytes(self, layout):
-        return layout.rows * (self.vocab_size * 5 // 4 + 64)
+    def _slots(self, run):
+        return (0, ) + run.check_rows
 
-    def prepare(self, history, layout):
-        device = history.device
-        return {"idx_mapping": torch.tensor(self.slots(layout), dtype=torch.int32, device=device),
+    def programs(self, run):
+        return list(range(len(self._slots(run))))
+
+    def random_row(self, generator, width):
+        return torch.randint(0, self.vocab_size, (width, ), generator=generator,
+                             dtype=torch.int32, device=generator.device)
+
+    def extra_bytes(self, run):
+        return run.rows * (self.vocab_size * 5 // 4 + 64)
+
+    def prepare(self, history, run):
+        device = run.device
+        return {"idx_mapping": torch.tensor(self._slots(run), dtype=torch.int32, device=device),
                 "all_token_ids": history,
-                "prompt_len": torch.full((layout.rows, ), self.prompt, dtype=torch.int32, device=device),
-                "total_len": torch.full((layout.rows, ), self.tail, dtype=torch.int32, device=device),
-                "prompt_bin_mask": torch.zeros(layout.rows, self.vocab_size // 32, dtype=torch.int32,
+                "prompt_len": torch.full((run.rows, ), self.prompt, dtype=torch.int32,
+                                         device=device),
+                "total_len": torch.full((run.rows, ), self.tail, dtype=torch.int32, device=device),
+                "prompt_bin_mask": torch.zeros(run.rows, self.vocab_size // 32, dtype=torch.int32,
                                                device=device),
-                "output_bin_counts": torch.zeros(layout.rows, self.vocab_size, dtype=torch.int32,
+                "output_bin_counts": torch.zeros(run.rows, self.vocab_size, dtype=torch.int32,
                                                  device=device)}
 
-    def launch(self, module, history, inputs, layout, interpreted):
-        module.build_penalty_state(**inputs)
+    def launch(self, kernels, history, run, **inputs):
+        kernels.build_penalty_state(**inputs)
 
-    def check(self, produced, history, inputs, layout, planted):
+    def check(self, produced, history, run, planted, **inputs):
         tokens = planted[0][:self.tail].long()
         counts = torch.bincount(tokens[self.prompt:], minlength=self.vocab_size).int()
-        for slot in self.slots(layout):
+        for slot in self._slots(run):
             assert_rows_equal(inputs["output_bin_counts"][slot], counts,
                               f"counts of slot {slot} (history row starts at slot * max_model_len)",
-                              slot, layout.row_stride)
+                              slot, run.row_stride)
             assert_rows_equal(inputs["prompt_bin_mask"][slot], inputs["prompt_bin_mask"][0],
-                              f"prompt bitset of slot {slot}", slot, layout.row_stride)
+                              f"prompt bitset of slot {slot}", slot, run.row_stride)
 
 
 PENALTIES_CASE = PenaltiesLogitsCase()
 PENALTY_COUNTS = PenaltyCountsCase()
 PENALTY_PROMPT_MASK = PenaltyPromptMaskCase()
 BINCOUNT_HISTORY = BincountHistoryCase()
+CASES = [PENALTIES_CASE, PENALTY_COUNTS, PENALTY_PROMPT_MASK, BINCOUNT_HISTORY]
+COMPILE_SPECS = [
+    CompileSpec("kernels.penalties:_bincount_kernel",
+                {k: "*i32" for k in ("all_token_ids_ptr", "idx_mapping_ptr", "prompt_len_ptr",
+                                     "total_len_ptr", "prompt_bin_mask_ptr",
+                                     "output_bin_counts_ptr")}, label="bincount"),
+    CompileSpec("kernels.penalties:_penalties_kernel",
+                {k: "*i32" for k in ("idx_mapping_ptr", "token_ids_ptr", "local_pos_ptr",
+                                     "prompt_bin_mask_ptr", "output_bin_counts_ptr")},
+                num_warps=8, label="penalties"),
+]
+
+
+def benchmarks(batch, kernels, data):
+    """Benchmark rows at ``batch`` rows for ``kernels`` (the module or its twin)."""
+    logits, mapping, generator = data.logits, data.mapping, data.generator
+    vocab = logits.size(1)
+    counts = torch.randint(0, 3, (batch, vocab), dtype=torch.int32, device="cuda",
+                           generator=generator)
+    prompt_mask = torch.randint(-2**31, 2**31 - 1, (batch, vocab // 32), dtype=torch.int32,
+                                device="cuda", generator=generator)
+    penalty = [torch.full((batch, ), v, device="cuda") for v in (1.2, 0.3, 0.2)]
+    zeros = torch.zeros(batch, dtype=torch.int32, device="cuda")
+    return {"penalties": Benchmark(
+        lambda **kw: kernels.apply_penalties(logits, mapping, zeros, zeros, *penalty, prompt_mask,
+                                             counts, **kw),
+        lambda: logits.sub_(0.3 * counts[mapping.long()] + 0.2 * (counts[mapping.long()] > 0)),
+        data.restore, 3 * data.size, (46, 141, 569))}

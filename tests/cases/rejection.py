@@ -5,119 +5,118 @@ slot and positions) must give request 0's tokens."""
 
 import torch
 
-from harness.compare import assert_rows_equal
-from harness.huge import landing_row
 from reference.rejection import rejection_sample as reference_rejection_sample
+from triton_overflow.bench import Benchmark
+from triton_overflow import Case, CompileSpec, assert_rows_equal
+from triton_overflow.huge import landing_row
 
 STEPS = 3
 ROWS = STEPS + 1
 VOCAB = 2**17
+I32, I64 = "*i32", "*i64"
 
 
-def _common(rows, slots, device, generator):
-    counts = rows // ROWS
-    cu = torch.arange(0, rows + 1, ROWS, dtype=torch.int32, device=device)
-    return {"cu_num_logits": cu,
+def _common(rows, slots, device):
+    return {"cu_num_logits": torch.arange(0, rows + 1, ROWS, dtype=torch.int32, device=device),
             "pos": (torch.arange(rows, device=device) % ROWS) + 2**33,
             "expanded_local_pos": (torch.arange(rows, device=device) % ROWS).int(),
             "temperature": torch.full((slots, ), 0.9, device=device),
             "seed": torch.full((slots, ), 77, dtype=torch.int64, device=device),
-            "num_speculative_steps": STEPS}, counts
+            "num_speculative_steps": STEPS}
 
 
-class RejectionTargetRowsCase:
+def _reference(target, draft, inputs):
+    cpu = {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+    return reference_rejection_sample(
+        target, draft, cpu["draft_sampled"][:ROWS], torch.tensor([0, ROWS]), cpu["pos"][:ROWS],
+        torch.zeros(1, dtype=torch.int32), None, None, cpu["temperature"][:1], cpu["seed"][:1],
+        STEPS)
+
+
+class RejectionTargetRowsCase(Case):
     """The huge tensor is the target logits; requests are ROWS rows each."""
 
     name = "rejection_sample (target rows)"
     module = "kernels.rejection"
-    vocab = VOCAB
-    dtype = torch.float32
 
-    def _requests(self, layout):
-        return sorted({0} | {row // ROWS for row in layout.check_rows})
+    def _requests(self, run):
+        return sorted({0} | {row // ROWS for row in run.check_rows})
 
-    def programs(self, layout):
-        requests = self._requests(layout)
+    def programs(self, run):
+        requests = self._requests(run)
         rows = [r * ROWS + j for r in requests for j in range(ROWS)]
         return {"_block_stats_kernel": rows, "_verify_kernel": requests,
                 "_resample_kernel": requests, "_insert_kernel": requests}
 
-    def extra_bytes(self, layout):
-        return layout.rows * 96
+    def extra_bytes(self, run):
+        return run.rows * 96
 
-    def prepare(self, target, layout):
-        if layout.rows % ROWS:
-            raise ValueError(f"{layout.rows} rows do not split into requests of {ROWS}")
-        device = target.device
+    def prepare(self, target, run):
+        if run.rows % ROWS:
+            raise ValueError(f"{run.rows} rows do not split into requests of {ROWS}")
+        device = run.device
         generator = torch.Generator().manual_seed(11)
         source = 2 * torch.randn(ROWS, VOCAB, generator=generator)
         target[:ROWS] = source.to(device)
-        for request in self._requests(layout)[1:]:
+        for request in self._requests(run)[1:]:
             target[request * ROWS:(request + 1) * ROWS] = target[:ROWS]
             for j in range(ROWS):
-                landed = landing_row(request * ROWS + j, layout.row_stride, layout.rows)
+                landed = landing_row(request * ROWS + j, run.row_stride, run.rows)
                 if landed is not None and landed >= ROWS:
                     target[landed] = (5 * torch.randn(VOCAB, generator=generator)).to(device)
-        inputs, requests = _common(layout.rows, 1, device, generator)
-        proposals = torch.zeros(layout.rows, dtype=torch.int64)
+        inputs = _common(run.rows, 1, device)
+        proposals = torch.zeros(run.rows, dtype=torch.int64)
         proposals[1:ROWS] = source[:STEPS].argmax(1)  # every draft the target's favourite
-        for request in self._requests(layout)[1:]:
+        for request in self._requests(run)[1:]:
             proposals[request * ROWS:(request + 1) * ROWS] = proposals[:ROWS]
+        requests = run.rows // ROWS
         inputs.update(draft_sampled=proposals.to(device),
                       idx_mapping=torch.zeros(requests, dtype=torch.int32, device=device),
-                      expanded_idx_mapping=torch.zeros(layout.rows, dtype=torch.int32, device=device),
-                      draft_logits=None)
-        inputs["source"] = source
+                      expanded_idx_mapping=torch.zeros(run.rows, dtype=torch.int32, device=device),
+                      draft_logits=None, source=source)
         return inputs
 
-    def launch(self, module, target, inputs, layout, interpreted):
-        args = {k: v for k, v in inputs.items() if k != "source"}
-        return module.rejection_sample(target, **args, check_values=not interpreted)
+    def launch(self, kernels, target, run, *, source, **inputs):
+        return kernels.rejection_sample(target, **inputs, check_values=not run.interpreted)
 
-    def check(self, produced, target, inputs, layout, planted):
+    def check(self, produced, target, run, planted, *, source, **inputs):
         sampled, num_sampled = produced
-        requests = self._requests(layout)
-        cpu = {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
-        expected, expected_num = reference_rejection_sample(
-            inputs["source"], None, cpu["draft_sampled"][:ROWS], torch.tensor([0, ROWS]),
-            cpu["pos"][:ROWS], torch.zeros(1, dtype=torch.int32), None, None,
-            cpu["temperature"], cpu["seed"], STEPS)
-        for request in requests:
-            first_row = request * ROWS
+        expected, expected_num = _reference(source, None, inputs)
+        for request in self._requests(run):
             assert_rows_equal(sampled[request], expected[0],
-                              f"request {request} against the reference", first_row,
-                              layout.row_stride)
-            assert int(num_sampled[request]) == int(expected_num[0]), (request, num_sampled[request])
+                              f"request {request} against the reference", request * ROWS,
+                              run.row_stride)
+            assert int(num_sampled[request]) == int(expected_num[0]), (request,
+                                                                       num_sampled[request])
 
 
-class RejectionDraftSlotsCase:
+class RejectionDraftSlotsCase(Case):
     """The huge tensor is the draft logits, one row (K * V wide) per request slot."""
 
     name = "rejection_sample (draft logits)"
     module = "kernels.rejection"
-    vocab = STEPS * VOCAB
-    dtype = torch.float32
+    width = STEPS * VOCAB
 
-    def _slots(self, layout):
-        return (0, ) + layout.check_rows
+    def _slots(self, run):
+        return (0, ) + run.check_rows
 
-    def programs(self, layout):
-        requests = list(range(len(self._slots(layout))))
+    def programs(self, run):
+        requests = list(range(len(self._slots(run))))
         return {"_block_stats_kernel": list(range(len(requests) * ROWS)),
                 "_verify_kernel": requests, "_resample_kernel": requests,
                 "_insert_kernel": requests}
 
-    def extra_bytes(self, layout):
-        return layout.rows * 64 + 64 * VOCAB
+    def extra_bytes(self, run):
+        return run.rows * 64 + 64 * VOCAB
 
-    def prepare(self, drafts, layout):
-        device = drafts.device
+    def prepare(self, drafts, run):
+        device = run.device
         generator = torch.Generator().manual_seed(12)
-        slots = self._slots(layout)
+        slots = self._slots(run)
         source = 2 * torch.randn(ROWS, VOCAB, generator=generator)
         rows = ROWS * len(slots)
-        inputs, _ = _common(rows, layout.rows, device, generator)
-        table = drafts.view(layout.rows, STEPS, VOCAB)
+        inputs = _common(rows, run.rows, device)
+        table = drafts.view(run.rows, STEPS, VOCAB)
         # The target equals slot 0's draft, so every draft is accepted (p = q); rows a wrap can
         # land on favour the proposals far more, so a wrong draft read rejects at once.
         source = torch.cat([table[0].cpu(), source[STEPS:]])
@@ -125,7 +124,7 @@ class RejectionDraftSlotsCase:
         proposals[1:ROWS] = source[:STEPS].argmax(1)
         for index in range(1, len(slots)):
             proposals[index * ROWS:(index + 1) * ROWS] = proposals[:ROWS]
-        for slot in layout.poison_rows:
+        for slot in run.poison_rows:
             for near in (slot, slot + 1):
                 table[near, :, proposals[1:ROWS].to(device)] = 50.0
         inputs.update(target=source.repeat(len(slots), 1).to(device), draft_logits=table,
@@ -135,24 +134,65 @@ class RejectionDraftSlotsCase:
                                                         device=device).repeat_interleave(ROWS))
         return inputs
 
-    def launch(self, module, drafts, inputs, layout, interpreted):
-        args = dict(inputs)
-        return module.rejection_sample(args.pop("target"), **args, check_values=not interpreted)
+    def launch(self, kernels, drafts, run, *, target, **inputs):
+        return kernels.rejection_sample(target, **inputs, check_values=not run.interpreted)
 
-    def check(self, produced, drafts, inputs, layout, planted):
+    def check(self, produced, drafts, run, planted, *, target, **inputs):
         sampled, num_sampled = produced
-        cpu = {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
         draft_row = planted[0].view(1, STEPS, VOCAB)
-        expected, expected_num = reference_rejection_sample(
-            cpu["target"][:ROWS], draft_row, cpu["draft_sampled"][:ROWS], torch.tensor([0, ROWS]),
-            cpu["pos"][:ROWS], torch.zeros(1, dtype=torch.int32), None, None,
-            cpu["temperature"][:1], cpu["seed"][:1], STEPS)
-        for index, slot in enumerate(self._slots(layout)):
+        expected, expected_num = _reference(target[:ROWS].cpu(), draft_row, inputs)
+        for index, slot in enumerate(self._slots(run)):
             assert_rows_equal(sampled[index], expected[0],
                               f"request at slot {slot} against the reference (draft row starts "
-                              f"at slot * K * V)", slot, layout.row_stride)
+                              f"at slot * K * V)", slot, run.row_stride)
             assert int(num_sampled[index]) == int(expected_num[0])
 
 
 REJECTION_TARGET_ROWS = RejectionTargetRowsCase()
 REJECTION_DRAFT_SLOTS = RejectionDraftSlotsCase()
+CASES = [REJECTION_TARGET_ROWS, REJECTION_DRAFT_SLOTS]
+_VERIFY = {"sampled_ptr": I64, "num_sampled_ptr": I32, "target_argmax_ptr": I64,
+           "draft_sampled_ptr": I64, "cu_num_logits_ptr": I32, "idx_mapping_ptr": I32,
+           "seed_ptr": I64, "pos_ptr": I64}
+_RESAMPLE = {"block_id_ptr": I64, "num_sampled_ptr": I32, "draft_sampled_ptr": I64,
+             "cu_num_logits_ptr": I32, "expanded_idx_mapping_ptr": I32, "seed_ptr": I64,
+             "pos_ptr": I64}
+_INSERT = {"sampled_ptr": I64, "num_sampled_ptr": I32, "block_id_ptr": I64,
+           "cu_num_logits_ptr": I32, "idx_mapping_ptr": I32}
+COMPILE_SPECS = [
+    CompileSpec("kernels.rejection:_block_stats_kernel",
+                {"target_argmax_ptr": I64, "idx_mapping_ptr": I32, "local_pos_ptr": I32},
+                num_warps=8, label="block stats"),
+    CompileSpec("kernels.rejection:_verify_kernel", _VERIFY, num_warps=1, label="verify"),
+    CompileSpec("kernels.rejection:_verify_kernel", {**_VERIFY, "draft_sampled_ptr": I32},
+                {"HAS_DRAFT_LOGITS": False, "SYNTHETIC_MODE": True}, num_warps=1,
+                label="verify synthetic"),
+    CompileSpec("kernels.rejection:_resample_kernel", _RESAMPLE, label="resample"),
+    CompileSpec("kernels.rejection:_resample_kernel", {**_RESAMPLE, "block_value_ptr": "*fp64"},
+                {"HAS_DRAFT_LOGITS": False, "USE_FP64": True}, label="resample fp64 no draft"),
+    CompileSpec("kernels.rejection:_insert_kernel", _INSERT, label="insert"),
+    CompileSpec("kernels.rejection:_insert_kernel", {**_INSERT, "block_value_ptr": "*fp64"},
+                label="insert fp64"),
+]
+
+
+def benchmarks(batch, kernels, data):
+    """Benchmark rows at ``batch`` rows (B / 4 requests of K = 3 drafts and a bonus row)."""
+    pristine, generator = data.pristine, data.generator
+    vocab = pristine.size(1)
+    requests = batch // ROWS
+    slots = torch.arange(requests, dtype=torch.int32, device="cuda")
+    arguments = dict(
+        target_logits=pristine,
+        draft_logits=torch.randn(requests, STEPS, vocab, device="cuda", generator=generator),
+        draft_sampled=torch.randint(0, vocab, (batch, ), device="cuda", generator=generator),
+        cu_num_logits=torch.arange(0, batch + 1, ROWS, dtype=torch.int32, device="cuda"),
+        pos=torch.arange(batch, dtype=torch.int64, device="cuda"), idx_mapping=slots,
+        expanded_idx_mapping=slots.repeat_interleave(ROWS),
+        expanded_local_pos=(torch.arange(batch, device="cuda") % ROWS).int(),
+        temperature=torch.full((requests, ), 0.7, device="cuda"),
+        seed=torch.arange(requests, dtype=torch.int64, device="cuda"),
+        num_speculative_steps=STEPS)
+    return {"rejection_sample, draft logits, K=3": Benchmark(
+        lambda **kw: kernels.rejection_sample(**arguments, **kw), None, None,
+        data.size + requests * STEPS * vocab * 4, (55, 152, 522))}

@@ -6,11 +6,13 @@ exactly as on a GPU. Two hooks make a huge case cheap and its failure precise:
 * ``only_programs(ids)``: a launch runs only the listed axis-0 program ids (the rows a case
   checks), while ``tl.num_programs(0)`` still reports the real grid. A launch over 2**15 rows
   then costs a handful of rows.
-* ``int32_wrap_checked()``: every signed i32 add, sub and mul is recomputed in i64; a result
-  outside i32 raises ``Int32WrapError`` naming the kernel's file:line and the operands, instead
-  of a silent wrong row or a segfault. Unsigned arithmetic (Philox counters) wraps as intended.
+* ``int32_wrap_checked()``: every signed i32 add, sub, mul and left shift is recomputed in
+  i64; a result outside i32 raises ``Int32WrapError`` naming the kernel's file:line and the
+  operands, instead of a silent wrong row or a segfault. Unsigned arithmetic (Philox counters)
+  wraps as intended, and so does ``1 << 31``, the sign bit of a 32-bit mask.
 
-Both patch interpreter internals, so they are pinned to the Triton versions they are tested on.
+Both patch interpreter internals through ``triton_overflow.compat``, which says which Triton
+versions they are tested on.
 """
 
 import contextlib
@@ -19,10 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.twin import TWIN_ORIGINS
+from triton_overflow import compat
+from triton_overflow.twin import twin_origin
 
-SUPPORTED_TRITON = ("3.6.", )
 _TRITON_DIR = None
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 
 
 class Int32WrapError(ArithmeticError):
@@ -33,22 +36,6 @@ class Int32WrapError(ArithmeticError):
         self.location = location
 
 
-def require_supported_triton():
-    import triton
-    if not triton.__version__.startswith(SUPPORTED_TRITON):
-        raise RuntimeError(f"harness.interp hooks are tested on Triton {SUPPORTED_TRITON}; this is "
-                           f"Triton {triton.__version__}")
-    numpy_version = tuple(int(part) for part in np.__version__.split(".")[:2])
-    if triton.__version__.startswith("3.6.") and numpy_version >= (2, 4):
-        raise RuntimeError(f"Triton {triton.__version__}'s interpreter breaks with numpy >= 2.4 "
-                           f"(found {np.__version__}); install 'numpy<2.4'")
-
-
-def interpreter_active():
-    import triton
-    return bool(triton.knobs.runtime.interpret)
-
-
 @contextlib.contextmanager
 def only_programs(axis0_ids):
     """Run only these axis-0 program ids in every interpreted launch inside the block.
@@ -56,9 +43,7 @@ def only_programs(axis0_ids):
     ``axis0_ids`` is a list for every kernel, or a dict from kernel name to list (kernels not
     named run whole).
     """
-    require_supported_triton()
-    from triton.runtime import interpreter
-
+    compat.require_interpreter()
     per_kernel = axis0_ids if isinstance(axis0_ids, dict) else None
     selections = {name: sorted({int(i) for i in ids})
                   for name, ids in (per_kernel or {None: axis0_ids}).items()}
@@ -68,8 +53,9 @@ def only_programs(axis0_ids):
                              f"not empty; got {ids[:4]}")
     real_grid = {}
     state = {"ids": None}
-    original_call = interpreter.GridExecutor.__call__
-    builder = interpreter.InterpreterBuilder
+    executor_class = compat.grid_executor()
+    builder = compat.interpreter_builder()
+    original_call = executor_class.__call__
     original_pid = builder.create_get_program_id
     original_nprog = builder.create_get_num_programs
 
@@ -109,27 +95,20 @@ def only_programs(axis0_ids):
             handle.data = np.array([real_grid["dims"][0]], dtype=np.int32)
         return handle
 
-    interpreter.GridExecutor.__call__ = call
-    builder.create_get_program_id = program_id
-    builder.create_get_num_programs = num_programs
-    try:
+    with compat.patched(executor_class, __call__=call), \
+            compat.patched(builder, create_get_program_id=program_id,
+                           create_get_num_programs=num_programs):
         yield
-    finally:
-        interpreter.GridExecutor.__call__ = original_call
-        builder.create_get_program_id = original_pid
-        builder.create_get_num_programs = original_nprog
 
 
 @contextlib.contextmanager
 def int32_wrap_checked():
-    """Raise ``Int32WrapError`` at the first signed i32 add/sub/mul that wraps inside the block."""
-    require_supported_triton()
-    from triton.runtime import interpreter
-
-    builder = interpreter.InterpreterBuilder
-    originals = {name: getattr(builder, name) for name in ("create_add", "create_sub", "create_mul")}
+    """Raise ``Int32WrapError`` at the first signed i32 add/sub/mul/shl that wraps in the block."""
+    compat.require_interpreter()
+    builder = compat.interpreter_builder()
     symbols = {"create_add": ("+", np.add), "create_sub": ("-", np.subtract),
-               "create_mul": ("*", np.multiply)}
+               "create_mul": ("*", np.multiply), "create_shl": ("<<", _exact_shift)}
+    originals = {name: getattr(builder, name) for name in symbols}
 
     def checked(name):
         symbol, op = symbols[name]
@@ -138,7 +117,10 @@ def int32_wrap_checked():
         def run(self, lhs, rhs):
             if lhs.data.dtype == np.int32 and rhs.data.dtype == np.int32:
                 exact = op(lhs.data.astype(np.int64), rhs.data.astype(np.int64))
-                outside = (exact > np.iinfo(np.int32).max) | (exact < np.iinfo(np.int32).min)
+                outside = (exact > INT32_MAX) | (exact < INT32_MIN)
+                if name == "create_shl":
+                    # 1 << 31 sets the sign bit of a bit mask on purpose; it multiplies nothing.
+                    outside &= ~((lhs.data == 1) & (rhs.data == 31))
                 if np.any(outside):
                     at = np.flatnonzero(np.broadcast_to(outside, exact.shape))[0]
                     a = np.broadcast_to(lhs.data, exact.shape).flat[at]
@@ -151,13 +133,13 @@ def int32_wrap_checked():
 
         return run
 
-    for name in originals:
-        setattr(builder, name, checked(name))
-    try:
+    with compat.patched(builder, **{name: checked(name) for name in symbols}):
         yield
-    finally:
-        for name, original in originals.items():
-            setattr(builder, name, original)
+
+
+def _exact_shift(lhs, rhs):
+    """``lhs << rhs`` without wrapping, for shift counts below 32 (larger ones are UB)."""
+    return lhs * np.left_shift(np.int64(1), np.clip(rhs, 0, 32))
 
 
 def kernel_location():
@@ -170,7 +152,7 @@ def kernel_location():
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(_TRITON_DIR) and filename != __file__:
-            origin = TWIN_ORIGINS.get(filename)
+            origin = twin_origin(filename)
             twin_note = f" (int32 twin of {origin})" if origin else ""
             return f"{filename}:{frame.f_lineno} in {frame.f_code.co_name}{twin_note}"
         frame = frame.f_back

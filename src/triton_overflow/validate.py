@@ -1,9 +1,12 @@
 """The validation report: every tier this machine can run, as a kernel x detector table.
 
-Runs the suite once (``pytest --detector-report``), then prints the table and writes it as
-Markdown beside pytest's JUnit XML. A cell reads ``passed`` (the fixed kernel passed),
-``twin caught`` (the detector failed the int32 twin, as it must), or ``skipped: <reason>``;
-anything else is a failure, and the command exits 1.
+Runs pytest once in the current directory (``--detector-report``; extra arguments are passed
+on), then prints the table and writes it as Markdown beside pytest's JUnit XML. A cell reads
+``passed`` (the fixed kernel passed), ``twin caught`` (the detector failed the int32 twin, as it
+must), ``overflows at file:line`` (a kernel declared known to overflow, caught as expected), or
+``skipped: <reason>``; anything else is a failure, and the command exits 1. GPU cells give the
+largest peak device memory of their cases. Where ``$GITHUB_STEP_SUMMARY`` is set, the table is
+appended to the job summary.
 """
 
 import json
@@ -13,27 +16,23 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 DETECTORS = ("correctness", "row-0 copy", "validation", "static", "interpreter huge",
-             "gpu dense huge")
+             "gpu aliased huge", "gpu dense huge")
 
 
 def main(out, profile=None, pytest_args=()):
-    from harness.environment import describe
+    from triton_overflow.environment import describe
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    if profile:
-        env["OVERFLOW_HYPOTHESIS_PROFILE"] = profile
     report_path = out / "detectors.json"
     report_path.unlink(missing_ok=True)
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                f"--junitxml={out / 'junit.xml'}", f"--detector-report={report_path}",
-               *pytest_args]
+               *([f"--hypothesis-profile={profile}"] if profile else []), *pytest_args]
     print(f"validate: running {' '.join(command[2:])}", flush=True)
     started = time.monotonic()
-    code = subprocess.call(command, cwd=ROOT, env=env)
+    code = subprocess.call(command)
     seconds = time.monotonic() - started
     if not report_path.exists():
         print(f"validate: pytest exited {code} without a detector report", flush=True)
@@ -49,6 +48,10 @@ def main(out, profile=None, pytest_args=()):
         lines += ["", "## Failures", ""] + [f"- {failure}" for failure in failures]
     text = "\n".join(lines) + "\n"
     (out / "report.md").write_text(text)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a") as handle:
+            handle.write(text)
     print()
     print(text)
     print(f"validate: wrote {out / 'report.md'}, {out / 'junit.xml'}")
@@ -60,20 +63,26 @@ def build_table(cells):
     for cell in cells:
         kernel, detector = cell["kernel"], cell["detector"]
         parts = []
-        for role, good in (("fixed", "passed"), ("twin", "twin caught")):
+        for role, good in (("fixed", "passed"), ("overflow", "overflows"),
+                           ("twin", "twin caught")):
             results = [r for r in cell["results"] if r["role"] == role]
             if not results:
                 continue
             failed = [r for r in results if r["outcome"] == "failed"]
             skipped = [r for r in results if r["outcome"] == "skipped"]
             if failed:
-                parts.append("FAILED" if role == "fixed" else "TWIN MISSED")
+                parts.append({"fixed": "FAILED", "overflow": "STOPPED OVERFLOWING?",
+                              "twin": "TWIN MISSED"}[role])
                 failures += [f"{r['test']}: {r['reason']}" for r in failed]
             elif len(skipped) == len(results):
-                label = "skipped" if role == "fixed" else "twin skipped"
+                label = "skipped" if role != "twin" else "twin skipped"
                 parts.append(f"{label}: {skipped[0]['reason']}")
+            elif role == "overflow":
+                details = sorted({r.get("detail") or "" for r in results} - {""})
+                parts.append(details[0] if details else good)
             else:
-                parts.append(good)
+                peaks = [r["peak_gib"] for r in results if r.get("peak_gib") is not None]
+                parts.append(good + (f" (peak {max(peaks):.2f} GiB)" if peaks else ""))
         if len(parts) == 2 and parts[1] == f"twin {parts[0]}":
             parts = parts[:1]  # the same skip reason for both roles
         table.setdefault(kernel, {})[detector] = ", ".join(parts)

@@ -1,7 +1,8 @@
 """What this run ran on: device, free memory, versions. Shared by the pytest header and reports."""
 
-import os
 import platform
+
+from triton_overflow import mode
 
 
 def describe():
@@ -10,9 +11,10 @@ def describe():
     import triton
 
     if torch.cuda.is_available():
+        count = torch.cuda.device_count()
         free, total = torch.cuda.mem_get_info()
         device = (f"{torch.cuda.get_device_name()} ({free / 2**30:.1f} GiB free of "
-                  f"{total / 2**30:.1f} GiB)")
+                  f"{total / 2**30:.1f} GiB)" + (f", {count} devices" if count > 1 else ""))
     else:
         device = "none (kernels run in Triton's CPU interpreter)"
     return {
@@ -21,6 +23,5 @@ def describe():
         "triton": triton.__version__,
         "hypothesis": hypothesis.__version__,
         "python": platform.python_version(),
-        "kernels": ("interpreter" if os.environ.get("TRITON_INTERPRET") == "1"
-                    or not torch.cuda.is_available() else "native"),
+        "kernels": "interpreter" if mode.interpreted() else "native",
     }

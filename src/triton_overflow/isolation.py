@@ -2,8 +2,9 @@
 
 After an illegal memory access the CUDA context of the process is dead, and a segfault in the
 interpreter kills the process: either would fail every test after it. ``run_isolated`` starts a
-fresh interpreter (``python -m harness.isolation``), calls ``module:function(**kwargs)`` there,
-and reports how it ended:
+fresh Python (``python -m triton_overflow.isolation``) with the parent's import path and working
+directory, puts it in the requested execution mode (``triton_overflow.mode``), calls
+``module:function(**kwargs)`` there, and reports how it ended:
 
 * ``passed``: it returned; ``value`` is what it returned (JSON);
 * ``failed``: it raised; ``error`` is the exception type, ``message`` its text;
@@ -22,7 +23,8 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from triton_overflow.mode import child_environment, configure
+
 ILLEGAL_ACCESS = ("illegal memory access", "misaligned address", "device-side assert",
                   "unspecified launch failure")
 
@@ -53,22 +55,23 @@ class Outcome:
         return f"timed out after {self.seconds:.0f} s"
 
 
-def run_isolated(target, kwargs=None, *, env=None, unset_env=(), timeout=600):
-    """Call ``target`` ("package.module:function") with ``kwargs`` in a child process."""
-    child_env = dict(os.environ)
-    for name in unset_env:
-        child_env.pop(name, None)
+def run_isolated(target, kwargs=None, *, mode, env=None, timeout=600):
+    """Call ``target`` ("package.module:function") with ``kwargs`` in a child process that runs
+    in ``mode`` (see ``triton_overflow.mode``); ``env`` adds variables."""
+    child_env = child_environment(mode)
     child_env.update(env or {})
+    # The child imports what this process can: the test run's import path, then its own.
+    inherited = [str(Path(p).resolve()) for p in sys.path if p]
     child_env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT)] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        inherited + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
     with tempfile.TemporaryDirectory(prefix="isolated-") as folder:
         result_path = Path(folder) / "result.json"
-        command = [sys.executable, "-m", "harness.isolation", target, json.dumps(kwargs or {}),
-                   str(result_path)]
+        command = [sys.executable, "-m", "triton_overflow.isolation", mode, target,
+                   json.dumps(kwargs or {}), str(result_path)]
         start = time.monotonic()
         try:
-            done = subprocess.run(command, env=child_env, cwd=ROOT, capture_output=True,
-                                  text=True, timeout=timeout)
+            done = subprocess.run(command, env=child_env, capture_output=True, text=True,
+                                  timeout=timeout)
         except subprocess.TimeoutExpired as expired:
             output = (expired.stdout or b"")[-4000:]
             return Outcome("timeout", time.monotonic() - start,
@@ -92,10 +95,11 @@ def run_isolated(target, kwargs=None, *, env=None, unset_env=(), timeout=600):
                        returncode=done.returncode)
 
 
-def _child(target, kwargs_json, result_path):
+def _child(mode, target, kwargs_json, result_path):
     module_name, _, function_name = target.partition(":")
     try:
         import importlib
+        configure(mode)
         function = getattr(importlib.import_module(module_name), function_name)
         value = function(**json.loads(kwargs_json))
         result = {"ok": True, "value": value}
@@ -111,4 +115,4 @@ def _child(target, kwargs_json, result_path):
 
 
 if __name__ == "__main__":
-    _child(*sys.argv[1:4])
+    _child(*sys.argv[1:5])

@@ -1,0 +1,34 @@
+"""triton_overflow: an int32 offset overflow suite for Triton kernels, for your own kernels.
+
+* the static check: ``triton-overflow lint PATH`` (``triton_overflow.lint``);
+* launch recording: ``triton-overflow record -o FILE -- COMMAND`` (``triton_overflow.record``);
+* huge cases past 2**31 elements, on lazily allocated CPU memory in Triton's interpreter or on
+  a GPU, each proven against the kernel's int32 twin: describe your kernel with ``RowsCase``,
+  ``SlotTableCase`` or ``Case`` and list it on a subclass of ``OverflowTests``;
+* the pytest plugin (loaded by the ``pytest11`` entry point): markers, options, the report
+  header and the kernel x detector report behind ``triton-overflow validate``.
+
+One concern per module: ``mode`` (interpreter or device), ``compat`` (Triton versions),
+``memory``, ``huge`` (geometry), ``cases`` (the case API), ``runner``, ``isolation``,
+``interp`` (interpreter hooks), ``twin``, ``compare``, ``tiers`` (the generated tests),
+``plugin``, ``validate``, ``gpu_compile``, ``record``, ``lint``.
+"""
+
+__version__ = "0.2.0"
+
+_PUBLIC = {
+    "Case": "triton_overflow.cases", "RowsCase": "triton_overflow.cases",
+    "SlotTableCase": "triton_overflow.cases", "HugeRun": "triton_overflow.cases",
+    "CompileSpec": "triton_overflow.cases", "SAFE": "triton_overflow.cases",
+    "OVERFLOWS": "triton_overflow.cases", "OverflowTests": "triton_overflow.tiers",
+    "assert_rows_equal": "triton_overflow.compare", "assert_rows_close": "triton_overflow.compare",
+    "RowMismatch": "triton_overflow.compare",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        import importlib
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'triton_overflow' has no attribute {name!r}")

@@ -1,0 +1,269 @@
+"""The public case API: how to describe a huge case for your own kernel.
+
+A huge case puts a tensor of just past 2**31 elements (the logits, or a per-request table) in
+front of a kernel and checks the rows whose offsets cross 2**31. The suite decides the geometry
+(``triton_overflow.huge``), obtains the memory (lazily on the CPU, densely or through virtual
+memory on a GPU), plants the rows, runs only the programs that touch them in the interpreter, and
+runs the same case against the kernel's int32 twin. A case says only what is specific to its
+kernel:
+
+* ``RowsCase``: the huge tensor is ``[rows, width]`` logits, one kernel row per logits row.
+  Write ``launch`` (call your launcher) and ``expected_row`` (the float64 reference on one row
+  alone); ``inputs`` gives side inputs sized for ``run.rows`` rows.
+* ``SlotTableCase``: the huge tensor is a per-request table ``[slots, width]`` reached through
+  an index loaded from memory; the launch has one row per planted slot (``run.slots``). Write
+  ``inputs``, ``launch`` and ``expected_row`` (the output row of a launch row that reads that
+  table row).
+* ``Case``: anything else; write ``prepare``, ``launch`` and ``check`` yourself.
+
+Every method gets ``run`` (a ``HugeRun``: the layout, the device, whether the interpreter
+runs) and the inputs as keyword arguments. A case declares ``expect = SAFE`` (the default) or
+``expect = OVERFLOWS`` for a kernel known to overflow: then the report reads "overflows at
+file:line", the run stays green, and it turns red the day the kernel stops overflowing.
+"""
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import torch
+
+from triton_overflow.compare import assert_rows_close, assert_rows_equal
+from triton_overflow.huge import HugeLayout
+
+SAFE = "safe"
+OVERFLOWS = "overflows"
+
+
+@dataclass(frozen=True)
+class HugeRun:
+    """What a case method is told about the run: the layout and where it runs."""
+
+    layout: HugeLayout
+    device: torch.device
+    interpreted: bool
+    run_poison_slots: bool = True
+
+    @property
+    def rows(self):
+        """Rows of the huge tensor (logits rows, or request slots of a table)."""
+        return self.layout.rows
+
+    @property
+    def width(self):
+        return self.layout.vocab
+
+    @property
+    def row_stride(self):
+        return self.layout.row_stride
+
+    @property
+    def check_rows(self):
+        """Rows whose offsets cross the boundary; planted as copies of row 0."""
+        return self.layout.check_rows
+
+    @property
+    def poison_rows(self):
+        """Rows a wrap from a checked row lands on; planted with other data."""
+        return self.layout.poison_rows
+
+    @property
+    def planted_rows(self):
+        """Row 0, the poison rows and the checked rows: every row the case plants."""
+        return (0, ) + self.layout.poison_rows + self.layout.check_rows
+
+    @property
+    def slots(self):
+        """For a table case: the table rows the launch reads, one launch row each."""
+        poison = self.layout.poison_rows if self.run_poison_slots else ()
+        return (0, ) + poison + self.layout.check_rows
+
+
+class Case:
+    """Base of every huge case. Subclass ``RowsCase`` or ``SlotTableCase`` when they fit.
+
+    Class attributes: ``name`` (unique; the report's row), ``module`` (the dotted name of the
+    module whose launcher the case calls: its int32 twin is derived from its source),
+    ``width`` and ``dtype`` of a row of the huge tensor, ``row_stride`` (None: ``width``),
+    ``expect`` (``SAFE`` or ``OVERFLOWS``).
+    """
+
+    name: ClassVar[str]
+    module: ClassVar[str]
+    width: ClassVar[int] = 2**17
+    dtype: ClassVar[torch.dtype] = torch.float32
+    row_stride: ClassVar[int | None] = None
+    expect: ClassVar[str] = SAFE
+    run_poison_slots: ClassVar[bool] = True
+
+    def random_row(self, generator, width):
+        """Planted data for one row: normal floats, or small ints for an int table."""
+        if self.dtype.is_floating_point:
+            return torch.randn(width, generator=generator, device=generator.device)
+        return torch.randint(0, 2, (width, ), generator=generator, dtype=self.dtype,
+                             device=generator.device)
+
+    def programs(self, run):
+        """Axis-0 program ids that touch the planted rows (the interpreter runs only these):
+        a list for every kernel, or a dict from kernel name to list."""
+        return list(run.planted_rows)
+
+    def extra_bytes(self, run):
+        """Device memory the side inputs take, beyond the huge tensor."""
+        return run.rows * 64
+
+    def prepare(self, huge, run):
+        """The launch's inputs, as a dict of keyword arguments for ``launch`` and ``check``."""
+        return {}
+
+    def launch(self, kernels, huge, run, **inputs):
+        """Call the launcher of ``kernels`` (the module, or its int32 twin); return the output."""
+        raise NotImplementedError
+
+    def check(self, produced, huge, run, planted, **inputs):
+        """Raise (``RowMismatch``, ``AssertionError``) on any wrong row. ``planted`` maps each
+        planted row to a CPU copy of what was planted there."""
+        raise NotImplementedError
+
+    def compare(self, actual, expected, what, row=None):
+        """Equal for ids and masks; close within the tolerance of ``tolerance_dtype`` (the
+        case's dtype when it is a float) for floats."""
+        stride = self.row_stride or self.width
+        if expected.is_floating_point():
+            assert_rows_close(actual, expected, what, self.tolerance_dtype(), row, stride)
+        else:
+            assert_rows_equal(actual, expected, what, row, stride)
+
+    def tolerance_dtype(self):
+        """The precision outputs are compared in: the case's float dtype, else fp32."""
+        return self.dtype if self.dtype.is_floating_point else torch.float32
+
+
+class RowsCase(Case):
+    """The huge tensor is the logits ``[rows, width]``; launch row r reads logits row r.
+
+    Checked: every planted row against ``expected_row`` on its own planted data, and every
+    checked row exactly equal to row 0 (a copy of it).
+    """
+
+    def inputs(self, run):
+        """Side inputs for ``run.rows`` logits rows, on ``run.device``."""
+        return {}
+
+    def prepare(self, logits, run):
+        return self.inputs(run)
+
+    def expected_row(self, values, row, **inputs):
+        """The expected output row for logits row ``row`` holding ``values`` (a CPU tensor)."""
+        raise NotImplementedError
+
+    def check_row(self, actual, values, row, what, **inputs):
+        """Raise when ``actual`` is not the right output for logits ``values`` at ``row``."""
+        self.compare(actual, self.expected_row(values, row, **inputs), what, row)
+
+    def check(self, produced, logits, run, planted, **inputs):
+        for row in run.planted_rows:
+            self.check_row(produced[row], planted[row], row,
+                           f"row {row} against the reference on its own input", **inputs)
+        for row in run.check_rows:
+            assert_rows_equal(produced[row], produced[0], f"row {row} against row 0", row,
+                              run.row_stride)
+
+
+class SlotTableCase(Case):
+    """The huge tensor is a per-request table ``[slots, width]``; launch row i reads table
+    row ``run.slots[i]`` through an index loaded from memory.
+
+    Checked: the output of every launch row against ``expected_row`` on the table row it read.
+    """
+
+    dtype: ClassVar[torch.dtype] = torch.int32
+    id_range: ClassVar[tuple] = (0, 2)  # planted table entries are ints drawn from this range
+
+    def random_row(self, generator, width):
+        if self.dtype.is_floating_point:
+            return super().random_row(generator, width)
+        return torch.randint(*self.id_range, (width, ), generator=generator, dtype=self.dtype,
+                             device=generator.device)
+
+    def programs(self, run):
+        return list(range(len(run.slots)))
+
+    def inputs(self, table, run):
+        """Side inputs: one launch row per entry of ``run.slots``."""
+        return {}
+
+    def prepare(self, table, run):
+        return self.inputs(table, run)
+
+    def expected_row(self, table_row, slot, **inputs):
+        """The expected output of the launch row that reads ``table_row`` (a CPU tensor)."""
+        raise NotImplementedError
+
+    def check_row(self, actual, table_row, slot, what, **inputs):
+        self.compare(actual, self.expected_row(table_row, slot, **inputs), what, slot)
+
+    def check(self, produced, table, run, planted, **inputs):
+        for index, slot in enumerate(run.slots):
+            self.check_row(produced[index], planted[slot], slot,
+                           f"launch row {index}, which reads table row {slot}", **inputs)
+
+
+@dataclass(frozen=True)
+class CompileSpec:
+    """How to compile one kernel for sm_90 on the CPU: argument types that differ from the
+    defaults (pointers ``*fp32``, ints ``i32``), constexpr values, and the warp count."""
+
+    kernel: str  # "package.module:kernel_name"
+    types: dict = field(default_factory=dict)
+    constants: dict = field(default_factory=dict)
+    num_warps: int = 4
+    label: str = ""
+
+    @property
+    def id(self):
+        return self.label or self.kernel.rpartition(":")[2]
+
+
+def case_reference(case):
+    """``module:attribute`` by which a child process finds ``case``."""
+    module = type(case).__module__
+    import sys
+    namespace = vars(sys.modules[module])
+    for attribute, value in namespace.items():
+        if value is case:
+            return f"{module}:{attribute}"
+    qualname = type(case).__qualname__
+    if "<" not in qualname and namespace.get(qualname) is type(case):
+        try:
+            type(case)()
+        except TypeError:
+            pass
+        else:
+            return f"{module}:{qualname}()"
+    raise ValueError(f"case {getattr(case, 'name', case)!r} must be a module-level object (or "
+                     f"an instance of a module-level class that takes no arguments) so that "
+                     f"child processes can import it")
+
+
+def resolve_case(reference):
+    """The case object named by ``case_reference``."""
+    import importlib
+    module_name, _, attribute = reference.partition(":")
+    module = importlib.import_module(module_name)
+    if attribute.endswith("()"):
+        return getattr(module, attribute[:-2])()
+    return getattr(module, attribute)
+
+
+def validate_case(case):
+    """Raise ``TypeError`` naming what a case object lacks."""
+    problems = []
+    for attribute in ("name", "module"):
+        if not isinstance(getattr(case, attribute, None), str):
+            problems.append(f"a str `{attribute}`")
+    if getattr(case, "expect", SAFE) not in (SAFE, OVERFLOWS):
+        problems.append(f"`expect` SAFE or OVERFLOWS (got {case.expect!r})")
+    if not isinstance(case, Case):
+        problems.append("to subclass triton_overflow.Case (or RowsCase / SlotTableCase)")
+    if problems:
+        raise TypeError(f"case {case!r} needs " + ", ".join(problems))

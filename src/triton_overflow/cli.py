@@ -1,0 +1,101 @@
+"""The command line: ``triton-overflow`` (or ``python -m triton_overflow``).
+
+* ``lint PATH...``: the static check (exit 0 clean, 1 findings, 2 not everything checked);
+* ``record -o FILE -- COMMAND...``: run any command with Triton's launches recorded;
+* ``validate``: run the test suite and print the kernel x detector table.
+"""
+
+import argparse
+import sys
+
+EPILOG = ("exit codes of lint: 0 every kernel checked and nothing found; 1 findings; 2 nothing "
+          "found, nothing checked, or some kernels not checked and no findings")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="triton-overflow", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    lint = commands.add_parser(
+        "lint", help="static check: i32 multiplies that feed pointer offsets", epilog=EPILOG)
+    lint.add_argument("paths", nargs="*",
+                      help="kernel files, folders (searched recursively) or dotted modules")
+    lint.add_argument("--twins", action="store_true",
+                      help="check the int32 twins of the kernels (expected: findings)")
+    lint.add_argument("--launches", metavar="FILE",
+                      help="compile each kernel exactly as recorded by `record` and report "
+                      "headroom at those launches (paths, if given, narrow the kernels)")
+    lint.add_argument("--limits", metavar="NAME=VALUE,...",
+                      help="a deployment envelope: kernel arguments by name (a pointer "
+                      "argument's value is the largest entry of its table), grid0..grid2 or "
+                      "rows (= grid0) programs; says whether each finding wraps within it")
+    lint.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    lint.add_argument("--output", metavar="FILE", help="write the report here, not to stdout")
+
+    record = commands.add_parser(
+        "record", help="run a command and record every Triton kernel launch it makes")
+    record.add_argument("-o", "--output", required=True, metavar="FILE",
+                        help="the launches file (JSON) to write")
+    record.add_argument("--no-table-ranges", action="store_true",
+                        help="do not read int tables' smallest and largest entries (saves a "
+                        "device synchronisation per launch)")
+    record.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND",
+                        help="the command to run, after --")
+
+    validate = commands.add_parser(
+        "validate", help="run the tests this machine can run; print the kernel x detector "
+        "table; write Markdown and JUnit XML")
+    validate.add_argument("--out", default="validation-report", help="output folder")
+    validate.add_argument("--profile", default=None,
+                          help="hypothesis profile (dev, ci, nightly), passed as "
+                          "--hypothesis-profile")
+    validate.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
+
+    args = parser.parse_args(argv)
+    if args.command == "lint":
+        return _lint(args)
+    if args.command == "record":
+        from triton_overflow.record import main as record_main
+        command = args.argv
+        if command and command[0] == "--":
+            command = command[1:]
+        if not command:
+            parser.error("record needs a command to run, after --")
+        return record_main(args.output, command, table_ranges=not args.no_table_ranges)
+    from triton_overflow.validate import main as validate_main
+    return validate_main(args.out, args.profile, args.pytest_args)
+
+
+def _lint(args):
+    from triton_overflow import mode
+    mode.configure(mode.COMPILE)  # TTIR is built with the interpreter off, whatever the shell says
+    from triton_overflow.lint import launches, report as formats
+    from triton_overflow.lint import lint
+
+    if args.launches:
+        result = launches.lint_launches(args.launches, args.paths)
+    else:
+        if not args.paths:
+            print("lint: name at least one kernel file, folder or module (or --launches FILE)",
+                  file=sys.stderr)
+            return 2
+        facts = None
+        if args.limits:
+            try:
+                facts = launches.parse_limits(args.limits)
+            except ValueError as error:
+                print(f"lint: {error}", file=sys.stderr)
+                return 2
+        result = lint(args.paths, twins=args.twins, facts=facts)
+    if args.format == "text":
+        text = formats.as_text(result, args.paths)
+    else:
+        text = formats.FORMATS[args.format](result)
+    if args.output:
+        with open(args.output, "w") as handle:
+            handle.write(text)
+        print(f"lint: wrote {args.output} (exit {result.exit_code})")
+    else:
+        sys.stdout.write(text)
+    return result.exit_code

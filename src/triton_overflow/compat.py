@@ -1,0 +1,225 @@
+"""Everything that depends on the installed Triton version, in one place.
+
+The suite supports Triton 3.4 through 3.9. The static check uses Triton's public compiler
+objects (``ASTSource``, the CUDA backend's stages, the IR bindings); the interpreter tier patches
+interpreter internals (the grid executor, the interpreter builder, the AST rewriter), which
+Triton does not promise to keep. Each such patch lives here, with the versions it was tested on.
+"""
+
+import ast
+import contextlib
+import functools
+
+import numpy as np
+
+SUPPORTED = ((3, 4), (3, 9))  # inclusive range of Triton minor versions
+SUPPORTED_TEXT = "3.4 to 3.9"
+LOOP_RANGE_GLOBAL = "__overflow_int32_loop_range__"
+
+
+class UnsupportedTriton(RuntimeError):
+    """The installed Triton cannot run a tier of the suite."""
+
+
+def triton_version():
+    import triton
+    major, minor = (int(part) for part in triton.__version__.split(".")[:2])
+    return major, minor
+
+
+def check_supported():
+    """Raise ``UnsupportedTriton`` when the installed Triton is outside the supported range."""
+    import triton
+    if not SUPPORTED[0] <= triton_version() <= SUPPORTED[1]:
+        raise UnsupportedTriton(f"Triton {triton.__version__} is not supported; this suite "
+                                f"supports Triton {SUPPORTED_TEXT}")
+
+
+def interpreter_problem():
+    """Why Triton's CPU interpreter cannot run here, or None."""
+    import triton
+    try:
+        check_supported()
+    except UnsupportedTriton as error:
+        return str(error)
+    numpy_version = tuple(int(part) for part in np.__version__.split(".")[:2])
+    if triton_version() <= (3, 6) and numpy_version >= (2, 4):
+        return (f"Triton {triton.__version__}'s interpreter breaks with numpy >= 2.4 "
+                f"(found {np.__version__}); install 'numpy<2.4'")
+    return None
+
+
+def require_interpreter():
+    problem = interpreter_problem()
+    if problem:
+        raise UnsupportedTriton(problem)
+
+
+def block_pointers_supported():
+    """Triton 3.9 removed ``tl.make_block_ptr`` in favour of tensor descriptors."""
+    return triton_version() < (3, 9)
+
+
+# --- compiling on the CPU -------------------------------------------------------------------
+
+def make_ir(source, target, options, backend, context):
+    """``ASTSource.make_ir``: Triton 3.5 added the ``target`` argument."""
+    codegen = backend.get_codegen_implementation(options)
+    module_map = backend.get_module_map()
+    if triton_version() < (3, 5):
+        return source.make_ir(options, codegen, module_map, context)
+    return source.make_ir(target, options, codegen, module_map, context)
+
+
+def set_interpret(enabled):
+    """Switch Triton's interpreter flag for ``@triton.jit`` decorations made after this call."""
+    import triton
+    triton.knobs.runtime.interpret = bool(enabled)
+
+
+def jit_function_of(obj):
+    """The ``JITFunction`` under ``obj`` (through autotune / heuristics wrappers), or None.
+
+    An ``InterpretedFunction`` (a kernel decorated while the interpreter was on) is compiled
+    again as a ``JITFunction`` from the same Python function.
+    """
+    from triton.runtime.jit import JITFunction
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # pragma: no cover - every supported version has it
+        InterpretedFunction = ()
+    seen = set()
+    while obj is not None and id(obj) not in seen:
+        seen.add(id(obj))
+        if isinstance(obj, JITFunction):
+            return obj
+        if InterpretedFunction and isinstance(obj, InterpretedFunction):
+            return _jit_from_interpreted(obj)
+        obj = getattr(obj, "fn", None)
+    return None
+
+
+@functools.cache
+def _jit_from_interpreted(interpreted):
+    from triton.runtime.jit import JITFunction
+    return JITFunction(interpreted.fn)
+
+
+def kernel_classes():
+    """The classes whose ``run(*args, grid, warmup, **kwargs)`` launches a kernel."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+    return JITFunction, InterpretedFunction
+
+
+def argument_type(value):
+    """Triton's type string for a launch argument: '*fp32', 'i32', 'i64', 'fp32', 'i1', ..."""
+    from triton.runtime.jit import mangle_type
+    return mangle_type(value)
+
+
+# --- the interpreter ------------------------------------------------------------------------
+
+def interpreter():
+    from triton.runtime import interpreter as module
+    return module
+
+
+def scalar_handle(value, dtype):
+    """An interpreter scalar of numpy ``dtype`` (np.int32 or np.int64)."""
+    import triton.language as tl
+    module = interpreter()
+    ty = tl.int32 if dtype == np.int32 else tl.int64
+    return tl.core.tensor(module.TensorHandle(np.array([value], dtype=dtype), ty), ty)
+
+
+class _LoopRangeRewriter(ast.NodeTransformer):
+    """``for x in range(...)`` and ``for x in <lang>.range(...)`` iterate int32 scalars."""
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        call = node.iter
+        if isinstance(call, ast.Call) and _is_loop_range(call.func):
+            call.func = ast.copy_location(ast.Name(id=LOOP_RANGE_GLOBAL, ctx=ast.Load()),
+                                          call.func)
+        return node
+
+
+def _is_loop_range(func):
+    if isinstance(func, ast.Name):
+        return func.id == "range"
+    return isinstance(func, ast.Attribute) and func.attr == "range"
+
+
+def int32_loop_range(*args, **_options):
+    """What the GPU's loop variable is: an integer scalar tensor, int64 when a bound is."""
+    bounds = [_as_int(value) for value in args]
+    wide = any(_is_int64(value) for value in args)
+    start, end, step = ((0, bounds[0], 1) if len(bounds) == 1 else
+                        (bounds[0], bounds[1], 1) if len(bounds) == 2 else tuple(bounds[:3]))
+    dtype = np.int64 if wide else np.int32
+    for value in range(start, end, step):
+        yield scalar_handle(value, dtype)
+
+
+def _as_int(value):
+    handle = getattr(value, "handle", None)
+    if handle is not None:
+        return int(np.asarray(handle.data).reshape(-1)[0])
+    return int(getattr(value, "value", value))
+
+
+def _is_int64(value):
+    dtype = getattr(value, "dtype", None)
+    return getattr(dtype, "name", "") in ("int64", "uint64")
+
+
+_loop_ranges_installed = False
+
+
+def install_int32_loop_ranges():
+    """Make interpreted loop variables int32 scalars, as on the GPU (idempotent).
+
+    Triton's interpreter runs ``range`` and ``tl.range`` loops with Python ints, so a kernel
+    that calls ``row.to(tl.int64)`` on its loop variable fails there, and ``row * stride``
+    never wraps. The interpreter's AST rewriter is extended to call ``int32_loop_range``.
+    Tested on Triton 3.4 to 3.9.
+    """
+    global _loop_ranges_installed
+    if _loop_ranges_installed:
+        return
+    module = interpreter()
+    rewriter = module.FunctionRewriter
+    original = rewriter._transform_ast
+
+    def transform(self, src):
+        tree = original(self, src)
+        tree = _LoopRangeRewriter().visit(tree)
+        ast.fix_missing_locations(tree)
+        return tree
+
+    rewriter._transform_ast = transform
+    setattr(module, LOOP_RANGE_GLOBAL, int32_loop_range)
+    module.InterpretedFunction.rewritten_fn.clear()
+    _loop_ranges_installed = True
+
+
+@contextlib.contextmanager
+def patched(owner, **replacements):
+    """Temporarily replace attributes of ``owner``."""
+    originals = {name: getattr(owner, name) for name in replacements}
+    for name, value in replacements.items():
+        setattr(owner, name, value)
+    try:
+        yield originals
+    finally:
+        for name, value in originals.items():
+            setattr(owner, name, value)
+
+
+def grid_executor():
+    return interpreter().GridExecutor
+
+
+def interpreter_builder():
+    return interpreter().InterpreterBuilder

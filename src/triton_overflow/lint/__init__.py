@@ -1,0 +1,181 @@
+"""The static check: i32 products on the way into an address, found in TTIR on the CPU.
+
+Each kernel under the given paths (``discover``) is compiled to TTIR for an sm_90 target (no
+GPU, driver or ptxas needed) with the types its code implies (``signature``) or, from a
+recorded launch, exactly as it was launched; every i32 multiply that feeds an address is a
+finding (``analysis``), with how far it is from 2**31 where the launch or stated limits tell
+(``ranges``). One kernel that cannot be checked is one line, and the run goes on.
+
+Exit codes: 0 every kernel checked and no findings; 1 findings (whatever else happened);
+2 nothing found, nothing checked, or some kernels not checked and no findings.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from triton_overflow.lint import discover
+from triton_overflow.lint.analysis import Finding, find_products
+from triton_overflow.lint.ir import build_graph, compile_ttir
+from triton_overflow.lint.ranges import LaunchFacts
+from triton_overflow.lint.signature import plan
+
+CLEAN, FINDINGS, NOT_CHECKED = 0, 1, 2
+
+
+@dataclass
+class KernelResult:
+    name: str
+    file: str
+    line: int
+    findings: list = field(default_factory=list)
+    variants: int = 0  # compiled variants
+    twin_of: str | None = None
+    launch: str = ""  # which recorded launch, if any
+
+
+@dataclass
+class Report:
+    results: list = field(default_factory=list)
+    problems: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    label: str = "kernels"
+
+    @property
+    def findings(self):
+        return [f for r in self.results for f in r.findings]
+
+    @property
+    def exit_code(self):
+        if self.findings:
+            return FINDINGS
+        if not self.results or self.problems:
+            return NOT_CHECKED
+        return CLEAN
+
+    def merge(self, other):
+        self.results += other.results
+        self.problems += other.problems
+        self.notes += other.notes
+
+
+class KernelNotChecked(Exception):
+    pass
+
+
+def check_kernel(kernel, facts=None):
+    """The ``KernelResult`` of one ``discover.Kernel`` over every variant of its flags."""
+    kernel_plan = plan(kernel.jit, kernel.configs)
+    types, first_error = _first_compiling_types(kernel, kernel_plan)
+    result = KernelResult(kernel.name, kernel.file, kernel.line)
+    findings = {}
+    errors = []
+    for constexprs in kernel_plan.constexpr_variants:
+        try:
+            module, context = compile_ttir(kernel.jit, types, constexprs)
+        except Exception as error:  # noqa: BLE001 - a flag combination may not compile
+            errors.append(error)
+            continue
+        result.variants += 1
+        for finding in find_products(build_graph(module, context), kernel.name, facts):
+            findings.setdefault(finding.key, finding)
+    if not result.variants:
+        raise KernelNotChecked(describe_error(errors[0] if errors else first_error))
+    result.findings = sorted(findings.values(), key=lambda f: (f.file, f.line, f.column))
+    return result
+
+
+def check_launch(kernel, record):
+    """The ``KernelResult`` of one kernel compiled exactly as ``record`` says it was launched."""
+    module, context = compile_ttir(kernel.jit, record.signature, record.constexprs)
+    facts = LaunchFacts(grid=record.grid, ints=dict(record.ints), tables=dict(record.tables))
+    result = KernelResult(kernel.name, kernel.file, kernel.line, variants=1, launch=record.label)
+    result.findings = find_products(build_graph(module, context), kernel.name, facts)
+    return result
+
+
+def _first_compiling_types(kernel, kernel_plan):
+    """The inferred types, or the first fallback typing whose default variant compiles."""
+    first = kernel_plan.constexpr_variants[0]
+    candidates = [kernel_plan.types] + [{**kernel_plan.types, **fallback}
+                                       for fallback in kernel_plan.pointer_fallbacks]
+    first_error = None
+    for types in candidates:
+        try:
+            compile_ttir(kernel.jit, types, first)
+            return types, None
+        except Exception as error:  # noqa: BLE001 - try the next typing
+            first_error = first_error or error
+    return kernel_plan.types, first_error
+
+
+def lint(paths, twins=False, facts=None):
+    """The ``Report`` over every kernel under ``paths`` (their int32 twins with ``twins``)."""
+    found = discover.find(paths)
+    report = Report(problems=list(found.problems), notes=list(found.notes),
+                    label="int32 twins" if twins else "kernels")
+    kernels = found.kernels
+    if twins:
+        kernels = _twin_kernels(found, report)
+    for kernel in kernels:
+        try:
+            result = check_kernel(kernel, facts)
+        except KernelNotChecked as error:
+            report.problems.append(discover.Problem(kernel.where, str(error), kernel=kernel.name))
+            continue
+        except Exception as error:  # noqa: BLE001 - one line, and the run goes on
+            report.problems.append(discover.Problem(kernel.where, describe_error(error),
+                                                    kernel=kernel.name))
+            continue
+        result.twin_of = getattr(kernel, "twin_of", None)
+        if result.twin_of:
+            result.findings = [_to_origin(f, result.twin_of) for f in result.findings]
+            result.file = result.twin_of
+        report.results.append(result)
+    return report
+
+
+def _twin_kernels(found, report):
+    from triton_overflow.twin import NoWidening, write_twin
+    kernels = []
+    for file in sorted({Path(k.file) for k in found.kernels}):
+        try:
+            twin_path = write_twin(file)
+        except NoWidening:
+            report.notes.append(f"{discover._shown(str(file), None)}: no int64 widening, so no "
+                                f"int32 twin")
+            continue
+        module, note = discover.load_module(twin_path)
+        if module is None:
+            report.problems.append(discover.Problem(str(file), f"its int32 twin: {note}"))
+            continue
+        twin_found, _ = discover._kernels_of(module, twin_path)
+        for kernel in twin_found:
+            kernel.twin_of = str(file)
+            kernels.append(kernel)
+    return kernels
+
+
+def _to_origin(finding, origin):
+    from dataclasses import replace
+    from triton_overflow.twin import twin_origin
+    if twin_origin(finding.file):
+        return replace(finding, file=origin, twin_of=origin)
+    return replace(finding, twin_of=origin)
+
+
+def describe_error(error):
+    """One line for an exception from compiling a kernel: its innermost cause."""
+    if error is None:
+        return "it does not compile"
+    while error.__cause__ is not None:
+        error = error.__cause__
+    text = str(error).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    message = lines[-1] if lines else ""
+    if type(error).__name__ == "CompilationError" and lines:
+        message = lines[-1]
+    return f"{type(error).__name__}: {message[:300]}"
+
+
+__all__ = ["Finding", "Report", "KernelResult", "check_kernel", "check_launch", "lint",
+           "describe_error", "CLEAN", "FINDINGS", "NOT_CHECKED"]

@@ -1,0 +1,216 @@
+"""Findings: i32 products on the way into an address.
+
+Every address a kernel forms is a ``tt.addptr`` (block pointers are rewritten into them before
+TTIR; where a Triton version keeps ``tt.make_tensor_ptr`` / ``tt.advance``, their element
+offsets count too). From each offset the analysis walks back through everything that carries an
+integer (``flow.Flow``); an ``arith.muli`` or ``arith.shli`` of i32 on that walk, with at least
+one operand that is not a constant, is a finding, unless interval arithmetic proves it below
+2**31 from constants and block offsets alone, or a bounded marker on its line names it::
+
+    offs = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: block * BLOCK bounded by vocab_size
+
+A marker covers only the product it names, and needs its reason.
+"""
+
+import ast
+import functools
+import linecache
+import re
+from dataclasses import dataclass, field
+
+from triton_overflow.lint.flow import PRODUCTS, Flow, is_i32
+from triton_overflow.lint.ranges import INT32_LIMIT, Ranges
+
+MARKER = re.compile(r"#\s*overflow-lint:\s*(.*)$")
+_BOUNDED = re.compile(r"^(?P<product>.+?)\s+bounded\s+by\s+(?P<reason>\S.*)$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    file: str
+    line: int
+    kernel: str
+    product: str  # the product as written, e.g. "row * logits_stride"
+    operands: tuple  # what each side is made of, e.g. ("program id x", "int argument `stride`")
+    column: int = 0
+    headroom: str = field(default="", compare=False)
+    largest: int | None = field(default=None, compare=False)  # largest product seen, if known
+    twin_of: str | None = field(default=None, compare=False)
+
+    @property
+    def key(self):
+        return (self.file, self.line, self.product)
+
+    def message(self):
+        operands = " x ".join(self.operands)
+        text = f"i32 multiply feeds a pointer offset: `{self.product}` ({operands})"
+        return text + (f"; {self.headroom}" if self.headroom else "")
+
+
+def find_products(graph, kernel_name, ranges_env=None):
+    """The findings of one compiled kernel (``ir.Graph``)."""
+    flow = Flow(graph)
+    static = Ranges(graph, flow, None)
+    ranges = Ranges(graph, flow, ranges_env) if ranges_env is not None else None
+    findings, visited = {}, set()
+    stack = list(_sink_offsets(graph, flow))
+    while stack:
+        value = stack.pop()
+        if value in visited:
+            continue
+        visited.add(value)
+        op, _ = flow.producer(value)
+        if op is not None and op.name in PRODUCTS and is_i32(op.types[0]):
+            finding = _product_finding(op, flow, static, ranges, kernel_name)
+            if finding is not None:
+                findings.setdefault(finding.key, finding)
+        stack.extend(flow.sources(value))
+    return sorted(findings.values(), key=lambda f: (f.file, f.line, f.column))
+
+
+def _sink_offsets(graph, flow):
+    for op in graph.ops:
+        if op.name == "tt.addptr" and len(op.operands) >= 2:
+            yield op.operands[1]
+        elif op.name == "tt.make_tensor_ptr":
+            rank = (len(op.operands) - 1) // 3
+            strides = op.operands[1 + rank:1 + 2 * rank]
+            offsets = op.operands[1 + 2 * rank:]
+            yield from (o for o, s in zip(offsets, strides) if _is_one(flow, s))
+        elif op.name == "tt.advance":
+            root = _tensor_pointer(flow, op.operands[0])
+            offsets = op.operands[1:]
+            if root is None:
+                yield from offsets
+            else:
+                rank = (len(root.operands) - 1) // 3
+                strides = root.operands[1 + rank:1 + 2 * rank]
+                yield from (o for o, s in zip(offsets, strides) if _is_one(flow, s))
+
+
+def _is_one(flow, value):
+    seen = set()
+    while value not in seen:
+        seen.add(value)
+        op, _ = flow.producer(value)
+        if op is None:
+            return False
+        if op.name == "arith.constant":
+            return op.constant == 1
+        if op.name not in ("arith.extsi", "arith.extui", "tt.splat"):
+            return False
+        value = op.operands[0]
+    return False
+
+
+def _tensor_pointer(flow, value):
+    seen, stack = set(), [value]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        op, _ = flow.producer(current)
+        if op is not None and op.name == "tt.make_tensor_ptr":
+            return op
+        if op is not None and op.name == "tt.advance":
+            stack.append(op.operands[0])
+        else:
+            stack.extend(flow.sources(current))
+    return None
+
+
+def _product_finding(op, flow, static, ranges, kernel_name):
+    sides = [flow.origins(operand) for operand in op.operands[:2]]
+    if not any(sides):
+        return None  # constants only
+    bound = static.product_bound(op)
+    if bound is not None and bound < INT32_LIMIT:
+        return None  # provably small: constants and block offsets
+    file, line, column = op.location
+    product, left, right = product_parts(file, line, column, shift=op.name == "arith.shli")
+    if suppressed(file, line, product):
+        return None
+    described = tuple(" and ".join(sorted(o.describe() for o in side)) or "constant"
+                      for side in sides)
+    headroom, largest = (ranges or static).headroom(op, (left, right))
+    return Finding(file=file, line=line, kernel=kernel_name, product=product,
+                   operands=described, column=column, headroom=headroom, largest=largest)
+
+
+# --- the source: products as written, and bounded markers --------------------------------
+
+@functools.lru_cache(maxsize=256)
+def _source_tree(file):
+    try:
+        return ast.parse("".join(linecache.getlines(file)))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def product_expression(file, line, column, shift=False):
+    """The product at ``file:line:column`` as written (``row * stride``), else the line."""
+    return product_parts(file, line, column, shift)[0]
+
+
+def product_parts(file, line, column, shift=False):
+    """(the product, its left side, its right side) as written at ``file:line:column``."""
+    text = linecache.getline(file, line)
+    tree = _source_tree(file) if text else None
+    wanted = (ast.LShift, ) if shift else (ast.Mult, )
+    candidates = []
+    if tree is not None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, wanted):
+                candidates.append((node, node.right))
+            elif isinstance(node, ast.AugAssign) and isinstance(node.op, wanted):
+                candidates.append((node, node.value))
+    on_line = [(n, r) for n, r in candidates if n.lineno <= line <= n.end_lineno]
+    chosen = (_innermost([n for n, r in on_line if _contains(r, line, column)])
+              or _innermost([n for n, r in on_line if _contains(n, line, column)])
+              or (on_line[0][0] if len(on_line) == 1 else None))
+    if chosen is None:
+        return text.strip() or "<source unavailable>", "", ""
+    source = "".join(linecache.getlines(file))
+
+    def written(node):
+        return " ".join((ast.get_source_segment(source, node) or "").split())
+
+    if isinstance(chosen, ast.AugAssign):
+        return written(chosen), written(chosen.target), written(chosen.value)
+    return written(chosen) or text.strip(), written(chosen.left), written(chosen.right)
+
+
+def _contains(node, line, column):
+    start = (node.lineno, node.col_offset)
+    end = (node.end_lineno, node.end_col_offset)
+    return start <= (line, column) < end or (line, column) == start
+
+
+def _innermost(nodes):
+    if not nodes:
+        return None
+    return min(nodes, key=lambda n: (n.end_lineno - n.lineno, n.end_col_offset - n.col_offset))
+
+
+def markers(file, line):
+    """``[(product, reason)]`` of the bounded markers on a line."""
+    match = MARKER.search(linecache.getline(file, line))
+    if not match:
+        return []
+    found = []
+    for part in match.group(1).split(";"):
+        bounded = _BOUNDED.match(part.strip())
+        if bounded:
+            found.append((bounded.group("product"), bounded.group("reason").strip()))
+    return found
+
+
+def suppressed(file, line, product):
+    """A marker on the line names this product (whitespace aside) and gives a reason."""
+    wanted = _normal(product)
+    return any(_normal(named) == wanted and reason for named, reason in markers(file, line))
+
+
+def _normal(expression):
+    return re.sub(r"\s+", "", expression)

@@ -1,0 +1,494 @@
+"""The argument types and constexpr values a kernel is compiled with for the static check.
+
+Without a recorded launch the types are read from the kernel itself, not from names:
+
+* annotations are honoured (``tl.int64``, ``tl.int32``, ``"*fp32"``, ``tl.constexpr``);
+* a parameter is a pointer when it is the base of an address: the leftmost term of what a
+  ``tl.load`` / ``tl.store`` / ``tl.atomic_*`` / ``tl.make_block_ptr`` / a helper's pointer
+  parameter receives, directly or through local variables;
+* a pointer's elements are int32 when what is loaded through it is used as an integer: in
+  another address, as a loop bound, in bitwise or integer-division arithmetic, as a random
+  seed, or cast to an integer type; otherwise fp32;
+* every other int parameter is i32, as Triton types any int argument below 2**31, so a product
+  that would wrap at run time is an i32 multiply here; a parameter passed to float math is fp32.
+
+Constexpr parameters take their default, the first autotune config's value, or a value their
+use suggests (a block size for ``tl.arange``, ``tl.float32`` for a dtype). A flag (a bool
+constexpr, or one tested by ``if``) is analysed with every value it can take, and an int
+constexpr compared with literals with each of them: a product behind ``if FLAG:`` whose default
+is False is seen all the same.
+"""
+
+import ast
+import inspect
+import itertools
+import textwrap
+from dataclasses import dataclass, field
+
+_LOADS = {"load"}
+_POINTER_CALLS = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
+                  "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "make_block_ptr",
+                  "make_tensor_descriptor", "prefetch"}
+_FLOAT_CALLS = {"exp", "exp2", "log", "log2", "log1p", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos",
+                "sigmoid", "tanh", "erf", "div_rn", "fdiv", "softmax", "pow", "fma"}
+_INT_BINOPS = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift, ast.Mod, ast.FloorDiv)
+_INT_CALLS = {"histogram", "rand", "randint", "randn", "randint4x", "rand4x", "randn4x",
+              "philox", "umulhi", "cdiv"}
+_INT_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+MAX_COMBINATIONS = 16
+BLOCK_DEFAULT = 128
+
+
+@dataclass
+class Plan:
+    """How to compile a kernel: types, constexpr variants, and fallbacks for the pointers."""
+
+    types: dict  # parameter -> Triton type string ("*fp32", "i32", "constexpr", ...)
+    constexpr_variants: list  # [{parameter: value}], the first is the default
+    pointer_fallbacks: list = field(default_factory=list)  # other {parameter: type} to try
+    notes: list = field(default_factory=list)
+
+
+def plan(jit_function, configs=None):
+    """The ``Plan`` of a ``JITFunction``; ``configs`` are autotune configs (``.kwargs``)."""
+    tree = _function_tree(jit_function)
+    params = [p.name for p in jit_function.params]
+    usage = _Usage(tree, params, jit_function.fn.__globals__)
+    defaults = _defaults(jit_function)
+    config_values = dict(getattr(configs[0], "kwargs", {}) or {}) if configs else {}
+    types, constexprs, choices = {}, {}, {}
+    for param in jit_function.params:
+        name = param.name
+        annotation = param.annotation or ""
+        if "constexpr" in annotation or name in config_values:
+            types[name] = "constexpr"
+            value, options = _constexpr_values(name, defaults.get(name, _NO_DEFAULT),
+                                               config_values, usage)
+            constexprs[name] = value
+            if len(options) > 1:
+                choices[name] = options
+        elif annotation.startswith("*"):
+            types[name] = annotation
+        elif annotation:
+            types[name] = annotation
+        elif name in usage.pointers:
+            types[name] = "*i32" if name in usage.int_pointers else "*fp32"
+        elif name in usage.floats:
+            types[name] = "fp32"
+        else:
+            types[name] = "i32"
+    return Plan(types=types, constexpr_variants=_combinations(constexprs, choices),
+                pointer_fallbacks=_fallbacks(types, usage), notes=usage.notes)
+
+
+_NO_DEFAULT = object()
+
+
+def _defaults(jit_function):
+    signature = inspect.signature(jit_function.fn)
+    return {name: p.default for name, p in signature.parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def _constexpr_values(name, default, config_values, usage):
+    """(the value to compile with, every value worth analysing)."""
+    import triton.language as tl
+    if name in config_values:
+        value = config_values[name]
+    elif default is not _NO_DEFAULT:
+        value = default
+    elif name in usage.flags:
+        value = True
+    elif name in usage.compared:
+        value = sorted(usage.compared[name], key=repr)[0]
+    elif name in usage.dtypes:
+        value = tl.float32
+    elif name in usage.blocks:
+        value = BLOCK_DEFAULT
+    else:
+        value = 16
+    options = [value]
+    if isinstance(value, bool) or name in usage.flags:
+        options += [not bool(value)]
+    for literal in sorted(usage.compared.get(name, ()), key=repr):
+        if literal not in options:
+            options.append(literal)
+    return value, options
+
+
+def _combinations(constexprs, choices):
+    names = sorted(choices)
+    variants = [dict(constexprs)]
+    if not names:
+        return variants
+    grid = list(itertools.product(*(choices[n] for n in names)))
+    if len(grid) > MAX_COMBINATIONS:
+        grid = [tuple(choices[n][0] for n in names)]
+        for index, name in enumerate(names):
+            for option in choices[name][1:]:
+                values = list(grid[0])
+                values[index] = option
+                grid.append(tuple(values))
+        grid.append(tuple(choices[n][-1] for n in names))
+    for values in grid:
+        variant = dict(constexprs)
+        variant.update(zip(names, values))
+        if variant not in variants:
+            variants.append(variant)
+    return variants
+
+
+def _fallbacks(types, usage):
+    """Other pointer typings to try when the inferred one does not compile."""
+    pointers = [n for n, t in types.items() if t.startswith("*") and n in usage.pointers]
+    options = []
+    for name in usage.ambiguous:
+        options.append({name: "i32"})
+    options.append({n: "*i32" for n in pointers})
+    options.append({n: "*fp32" for n in pointers})
+    options += [{n: ("*fp32" if types[n] == "*i32" else "*i32")} for n in pointers]
+    options.append({n: "fp32" for n in usage.maybe_floats if types.get(n) == "i32"})
+    return [o for o in options if o]
+
+
+def _function_tree(jit_function):
+    source = textwrap.dedent(inspect.getsource(jit_function.fn))
+    module = ast.parse(source)
+    for node in module.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return node
+    raise ValueError(f"no function definition in the source of {jit_function.fn.__name__}")
+
+
+class _Usage:
+    """What the body of a jit function does with each parameter and local variable."""
+
+    def __init__(self, tree, params, namespace, depth=0):
+        self.params = list(params)
+        self.namespace = namespace
+        self.depth = depth
+        self.assigned = {}  # local name -> [value expressions]
+        self.pointers, self.int_pointers, self.ambiguous = set(), set(), set()
+        self.floats, self.maybe_floats = set(), set()
+        self.flags, self.blocks, self.dtypes, self.compared = set(), set(), set(), {}
+        self.notes = []
+        self.tree = tree
+        self._helpers = {}
+        self._int_uses = set()  # names used as integers
+        self._loaded = {}  # local name -> pointer parameters its value was loaded from
+        self._collect_assignments(tree)
+        self._read(tree)
+
+    # --- local variables ------------------------------------------------------------------
+
+    def _collect_assignments(self, tree):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._assign(target, node.value)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                self._assign(node.target, node.value)
+            elif isinstance(node, ast.For):
+                self._assign(node.target, node.iter)
+            elif isinstance(node, ast.NamedExpr):
+                self._assign(node.target, node.value)
+
+    def _assign(self, target, value):
+        if isinstance(target, ast.Name):
+            self.assigned.setdefault(target.id, []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._assign(element, value)
+
+    def bases(self, expression, seen=None):
+        """Parameters that can be the base of ``expression`` used as an address."""
+        seen = set() if seen is None else seen
+        node = expression
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            left = self.bases(node.left, seen)
+            return left if left else (self.bases(node.right, seen)
+                                      if isinstance(node.op, ast.Add) else set())
+        if isinstance(node, ast.Name):
+            if node.id in self.params:
+                return {node.id}
+            if node.id in seen or node.id not in self.assigned:
+                return set()
+            seen.add(node.id)
+            found = set()
+            for value in self.assigned[node.id]:
+                found |= self.bases(value, seen)
+            return found
+        if isinstance(node, ast.Subscript):
+            return self.bases(node.value, seen)
+        if isinstance(node, ast.IfExp):
+            return self.bases(node.body, seen) | self.bases(node.orelse, seen)
+        if isinstance(node, ast.Call):
+            helper = self._helper(node)
+            if helper is not None:
+                return self._helper_return_bases(node, helper, seen)
+        if isinstance(node, ast.Call) and _call_name(node) in ("multiple_of", "max_contiguous",
+                                                             "max_constancy", "where",
+                                                             "advance"):
+            args = node.args[1:] if _call_name(node) == "where" else node.args[:1]
+            found = set()
+            for arg in args:
+                found |= self.bases(arg, seen)
+            return found
+        return set()
+
+    def _loaded_from(self, expression, seen=None):
+        """Pointer parameters whose loaded values flow into ``expression``."""
+        seen = set() if seen is None else seen
+        found = set()
+        for node in ast.walk(expression):
+            if isinstance(node, ast.Call) and _call_name(node) in _LOADS and node.args:
+                found |= self.bases(node.args[0])
+            elif isinstance(node, ast.Name) and node.id in self.assigned and node.id not in seen:
+                seen.add(node.id)
+                for value in self.assigned[node.id]:
+                    found |= self._loaded_from(value, seen)
+        return found
+
+    # --- reading the body ---------------------------------------------------------------
+
+    def _read(self, tree):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                self._read_call(node)
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, _INT_BINOPS):
+                self._mark_int(node.left)
+                self._mark_int(node.right)
+            elif isinstance(node, ast.If) or isinstance(node, ast.IfExp) or \
+                    isinstance(node, ast.While):
+                self._read_condition(node.test)
+            elif isinstance(node, ast.BoolOp):
+                for value in node.values:
+                    self._read_condition(value)
+            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+                self._read_condition(node.operand)
+            elif isinstance(node, ast.Compare):
+                self._read_compare(node)
+            elif isinstance(node, ast.For):
+                if isinstance(node.iter, ast.Call):
+                    for arg in node.iter.args:
+                        self._mark_int(arg)
+        for name in self.params:
+            if name in self._int_uses:
+                self.floats.discard(name)
+        self.int_pointers = {p for p in self.pointers if self._int_loaded(p)}
+
+    def _read_call(self, node):
+        name = _call_name(node)
+        if name in _POINTER_CALLS:
+            target = _argument(node, 0, "pointer" if name != "make_block_ptr" else "base")
+            if name in ("make_tensor_descriptor", ) and target is None:
+                target = _argument(node, 0, "base")
+            if target is not None:
+                self._pointer_expression(target)
+            if name == "make_block_ptr":
+                for keyword in ("shape", "strides", "offsets"):
+                    value = _argument(node, {"shape": 1, "strides": 2, "offsets": 3}[keyword],
+                                      keyword)
+                    if value is not None:
+                        self._mark_int(value)
+        elif name in ("range", "static_range", "arange"):
+            for arg in node.args:
+                self._mark_int(arg)
+                if name == "arange":
+                    self.blocks |= _names(arg) & set(self.params)
+        elif name in _INT_CALLS:
+            for arg in node.args:
+                self._mark_int(arg)
+        elif name in _FLOAT_CALLS:
+            for arg in node.args:
+                self.maybe_floats |= {n for n in _names(arg) if n in self.params}
+                if isinstance(arg, ast.Name) and arg.id in self.params:
+                    self.floats.add(arg.id)
+        elif name == "to" and node.args:
+            dtype = _dtype_name(node.args[0])
+            owner = node.func.value if isinstance(node.func, ast.Attribute) else None
+            if dtype in _INT_TYPES and owner is not None:
+                self._mark_int(owner)
+            self.dtypes |= _names(node.args[0]) & set(self.params)
+        elif name in ("zeros", "full", "empty"):
+            if node.args:
+                self.blocks |= _names(node.args[0]) & set(self.params)
+            dtype = _argument(node, 1 if name != "full" else 2, "dtype")
+            if dtype is not None:
+                self.dtypes |= _names(dtype) & set(self.params)
+        helper = self._helper(node)
+        if helper is not None:
+            self._read_helper_call(node, helper)
+        for keyword in node.keywords:
+            if keyword.arg == "dtype":
+                self.dtypes |= _names(keyword.value) & set(self.params)
+            if keyword.arg == "num_stages":
+                self.blocks.discard(getattr(keyword.value, "id", None))
+
+    def _helper(self, node):
+        if self.depth > 4 or not isinstance(node.func, ast.Name):
+            return None
+        from triton_overflow.compat import jit_function_of
+        if node.func.id in self._helpers:
+            return self._helpers[node.func.id]
+        target = self.namespace.get(node.func.id)
+        helper = jit_function_of(target) if target is not None else None
+        found = None
+        if helper is not None:
+            try:
+                found = helper, _Usage(_function_tree(helper), [p.name for p in helper.params],
+                                       helper.fn.__globals__, self.depth + 1)
+            except (OSError, TypeError, ValueError):
+                found = None
+        self._helpers[node.func.id] = found
+        return found
+
+    def returned_bases(self):
+        """Parameters that can be the base of what this function returns."""
+        found = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Return) and node.value is not None:
+                found |= self.bases(node.value)
+        return found
+
+    def _helper_return_bases(self, node, helper, seen):
+        jit_helper, usage = helper
+        names = [p.name for p in jit_helper.params]
+        arguments = dict(zip(names, node.args))
+        arguments.update({k.arg: k.value for k in node.keywords if k.arg in names})
+        found = set()
+        for name in usage.returned_bases():
+            if name in arguments:
+                found |= self.bases(arguments[name], seen)
+        return found
+
+    def _read_helper_call(self, node, helper):
+        jit_helper, usage = helper
+        names = [p.name for p in jit_helper.params]
+        for index, arg in enumerate(node.args):
+            if index >= len(names):
+                break
+            self._apply_helper_role(arg, names[index], usage)
+        for keyword in node.keywords:
+            if keyword.arg in names:
+                self._apply_helper_role(keyword.value, keyword.arg, usage)
+
+    def _apply_helper_role(self, arg, helper_param, usage):
+        if helper_param in usage.pointers:
+            self._pointer_expression(arg)
+            if helper_param in usage.int_pointers:
+                self.int_pointers |= self.bases(arg)
+                self._forced_int_pointers = getattr(self, "_forced_int_pointers", set()) | \
+                    self.bases(arg)
+        if helper_param in usage._int_uses:
+            self._mark_int(arg)
+        if helper_param in usage.floats:
+            self.floats |= {n for n in _names(arg) if n in self.params}
+
+    def _pointer_expression(self, expression):
+        bases = self.bases(expression)
+        if len(bases) > 1:
+            chosen = self._leftmost(expression, bases)
+            self.ambiguous |= bases - {chosen}
+            bases = {chosen}
+        self.pointers |= bases
+        self._mark_offsets(expression, bases)
+
+    def _leftmost(self, expression, bases):
+        node = expression
+        while True:
+            if isinstance(node, ast.BinOp):
+                node = node.left
+            elif isinstance(node, ast.Subscript):
+                node = node.value
+            elif isinstance(node, ast.Name):
+                if node.id in bases:
+                    return node.id
+                values = self.assigned.get(node.id, [])
+                if not values:
+                    return sorted(bases)[0]
+                node = values[0]
+            else:
+                return sorted(bases)[0]
+
+    def _mark_offsets(self, expression, bases):
+        """Everything in an address but its base is an integer offset."""
+        for node in ast.walk(expression):
+            if isinstance(node, ast.Name) and node.id not in bases and \
+                    not self.bases(node) & bases:
+                self._mark_int(node)
+            elif isinstance(node, ast.Call) and _call_name(node) in _LOADS:
+                self._mark_int(node)
+
+    def _mark_int(self, expression):
+        for node in ast.walk(expression):
+            if isinstance(node, ast.Name):
+                self._int_uses.add(node.id)
+            elif isinstance(node, ast.Call) and _call_name(node) in _LOADS and node.args:
+                for base in self.bases(node.args[0]):
+                    self._int_uses.add(f"loaded:{base}")
+
+    def _int_loaded(self, pointer):
+        if pointer in getattr(self, "_forced_int_pointers", set()):
+            return True
+        if f"loaded:{pointer}" in self._int_uses:
+            return True
+        for name in self._int_uses:
+            if name in self.assigned and pointer in self._loaded_from(ast.Name(id=name)):
+                if self._directly_int(name, pointer):
+                    return True
+        return False
+
+    def _directly_int(self, name, pointer):
+        """A variable loaded from ``pointer`` and not converted to a float on the way."""
+        for value in self.assigned.get(name, []):
+            for node in ast.walk(value):
+                if isinstance(node, ast.Call) and _call_name(node) == "to" and node.args and \
+                        _dtype_name(node.args[0]) not in _INT_TYPES | {None}:
+                    return False
+        return True
+
+    def _read_condition(self, test):
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name) and node.id in self.params:
+                if isinstance(test, ast.Name) or (isinstance(test, ast.UnaryOp)) or \
+                        isinstance(test, ast.BoolOp):
+                    self.flags.add(node.id)
+
+    def _read_compare(self, node):
+        left = node.left
+        for op, right in zip(node.ops, node.comparators):
+            if isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+                for name_side, literal_side in ((left, right), (right, left)):
+                    if isinstance(name_side, ast.Name) and name_side.id in self.params and \
+                            isinstance(literal_side, ast.Constant):
+                        self.compared.setdefault(name_side.id, set()).add(literal_side.value)
+            left = right
+
+
+def _call_name(node):
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def _argument(node, position, keyword):
+    for item in node.keywords:
+        if item.arg == keyword:
+            return item.value
+    return node.args[position] if len(node.args) > position else None
+
+
+def _names(expression):
+    return {n.id for n in ast.walk(expression) if isinstance(n, ast.Name)}
+
+
+def _dtype_name(node):
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None

@@ -1,0 +1,292 @@
+"""Record every Triton kernel launch of any command: ``triton-overflow record -o FILE -- CMD``.
+
+The command runs with a ``sitecustomize`` shim first on its ``PYTHONPATH``, so every Python
+process it starts (pytest, its xdist workers, the suite's child processes) records its launches
+once Triton is imported. Each launch is seen where both launch paths meet: ``run`` of Triton's
+``JITFunction`` (GPU) and ``InterpretedFunction`` (CPU interpreter). Triton's own
+``launch_enter_hook`` is not used because it carries neither the arguments nor the grid, and
+the interpreter never calls it.
+
+A record is one kernel compiled one way (argument types and constexpr values, as Triton
+specialises them: ints in int32 range are ``i32``, 1 is a constexpr), with the largest grid,
+the largest value of each int argument and the smallest and largest entry of each int table
+seen over its launches. ``lint --launches FILE`` compiles each exactly so.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+VARIABLE = "TRITON_OVERFLOW_RECORD"
+TABLE_RANGES_VARIABLE = "TRITON_OVERFLOW_RECORD_TABLES"
+TABLE_SCAN_LIMIT = 2**24  # int tables larger than this are not read (a huge case's own tensor)
+FORMAT_VERSION = 1
+
+
+def main(output, command, table_ranges=True):
+    """Run ``command`` with launches recorded; write them to ``output``; exit as it did."""
+    with tempfile.TemporaryDirectory(prefix="overflow-record-") as folder:
+        shim = Path(folder) / "shim"
+        shim.mkdir()
+        (shim / "sitecustomize.py").write_text(_SHIM)
+        env = dict(os.environ)
+        env[VARIABLE] = folder
+        env[TABLE_RANGES_VARIABLE] = "1" if table_ranges else "0"
+        env["PYTHONPATH"] = os.pathsep.join([str(shim)] + [p for p in
+                                            env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        print(f"record: running {' '.join(command)}", flush=True)
+        try:
+            status = subprocess.call(command, env=env)
+        except FileNotFoundError as error:
+            print(f"record: cannot run the command: {error}", file=sys.stderr)
+            return 2
+        records = merge(Path(folder).glob("*.jsonl"))
+    Path(output).write_text(json.dumps({"version": FORMAT_VERSION, "launches": records},
+                                       indent=1) + "\n")
+    launches = sum(r["count"] for r in records)
+    print(f"record: {len(records)} kernel specialisations, {launches} launches -> {output}; "
+          f"the command exited {status}")
+    if not records:
+        print("record: no Triton kernel launch was recorded", file=sys.stderr)
+        return status or 2
+    return status
+
+
+def merge(files):
+    """One record per kernel specialisation, with the largest facts of every process."""
+    merged = {}
+    for file in files:
+        for line in Path(file).read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a process killed mid-write
+            key = (record["file"], record["kernel"], json.dumps(record["signature"],
+                   sort_keys=True), json.dumps(record["constexprs"], sort_keys=True),
+                   record.get("pid"))
+            merged[key] = record  # the last line of a process is its fullest
+    combined = {}
+    for (file, kernel, signature, constexprs, _), record in merged.items():
+        key = (file, kernel, signature, constexprs)
+        if key not in combined:
+            combined[key] = {k: v for k, v in record.items() if k != "pid"}
+        else:
+            _absorb(combined[key], record)
+    return sorted(combined.values(), key=lambda r: (r["file"], r["kernel"]))
+
+
+def _absorb(into, record):
+    into["count"] += record["count"]
+    into["grid"] = [max(a, b) for a, b in zip(into["grid"], record["grid"])]
+    for name, value in record["ints"].items():
+        into["ints"][name] = max(into["ints"].get(name, value), value)
+    for name, (low, high) in record["tables"].items():
+        old = into["tables"].get(name, [low, high])
+        into["tables"][name] = [min(old[0], low), max(old[1], high)]
+
+
+# --- inside a recorded process ----------------------------------------------------------------
+
+_SHIM = '''"""Written by triton-overflow record: record Triton launches, then the usual sitecustomize."""
+import os
+import sys
+
+
+class _AfterTritonImport:
+    """Installs the recorder right after `import triton` completes in this process. Nothing of
+    triton_overflow is imported before that (pytest wants to import its plugin itself)."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "triton":
+            return None
+        import importlib.util
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        original = spec.loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            try:
+                from triton_overflow.record import install
+                install()
+            except Exception as error:  # the recorded command must run all the same
+                print(f"triton-overflow record: not recording in this process: {error}",
+                      file=sys.stderr)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if os.environ.get("TRITON_OVERFLOW_RECORD") and "triton" not in sys.modules:
+    sys.meta_path.insert(0, _AfterTritonImport())
+
+_here = os.path.dirname(os.path.abspath(__file__))
+_saved = list(sys.path)
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+sys.modules.pop("sitecustomize", None)
+try:
+    import sitecustomize  # noqa: F401  the environment's own, if any
+except ImportError:
+    pass
+finally:
+    sys.path[:] = _saved
+'''
+
+
+_installed = False
+_lock = threading.Lock()
+_records = {}
+
+
+def install():
+    """Wrap ``run`` of both launch paths in this process (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    from triton_overflow import compat
+    for cls in compat.kernel_classes():
+        original = cls.run
+
+        def run(self, *args, grid, warmup, _original=original, **kwargs):
+            if not warmup:
+                try:
+                    _observe(self, args, kwargs, grid)
+                except Exception as error:  # noqa: BLE001 - recording must never break a launch
+                    print(f"triton-overflow record: a launch was not recorded: {error}",
+                          file=sys.stderr)
+            return _original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+        cls.run = run
+    _installed = True
+
+
+def _observe(kernel, args, kwargs, grid):
+    import inspect
+
+    from triton_overflow import compat
+    function = kernel.fn
+    signature = inspect.signature(function)
+    bound = dict(zip(signature.parameters, args))
+    bound.update({k: v for k, v in kwargs.items() if k in signature.parameters})
+    for name, parameter in signature.parameters.items():
+        if name not in bound and parameter.default is not inspect.Parameter.empty:
+            bound[name] = parameter.default
+    no_specialize = _do_not_specialize(kernel, list(signature.parameters))
+    types, constexprs, ints, tables = {}, {}, {}, {}
+    for name, parameter in signature.parameters.items():
+        value = bound.get(name)
+        annotation = str(parameter.annotation)
+        if "constexpr" in annotation:
+            types[name] = "constexpr"
+            constexprs[name] = _serialise(value)
+        elif value is None:
+            types[name] = "constexpr"
+            constexprs[name] = None
+        elif isinstance(value, bool):
+            types[name] = "i1"
+        elif isinstance(value, int):
+            if value == 1 and name not in no_specialize:
+                types[name] = "constexpr"
+                constexprs[name] = 1
+            else:
+                types[name] = _int_type(annotation, value)
+                ints[name] = value
+        elif isinstance(value, float):
+            types[name] = "fp32"
+        elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+            types[name] = compat.argument_type(value)
+            table = _table_range(value)
+            if table is not None:
+                tables[name] = table
+        else:
+            types[name] = "constexpr"
+            constexprs[name] = _serialise(value)
+    if callable(grid):
+        grid = grid(dict(bound, **kwargs))
+    grid = [int(g) for g in tuple(grid) + (1, ) * (3 - len(tuple(grid)))]
+    file = function.__code__.co_filename
+    key = (file, function.__name__, json.dumps(types, sort_keys=True),
+           json.dumps(constexprs, sort_keys=True, default=str))
+    with _lock:
+        record = _records.get(key)
+        changed = record is None
+        if record is None:
+            record = _records[key] = {
+                "kernel": function.__name__, "file": file,
+                "line": function.__code__.co_firstlineno, "module": function.__module__,
+                "signature": types, "constexprs": constexprs, "grid": grid, "ints": dict(ints),
+                "tables": dict(tables), "count": 0, "pid": os.getpid()}
+        record["count"] += 1
+        old = dict(grid=list(record["grid"]), ints=dict(record["ints"]),
+                   tables=dict(record["tables"]))
+        _absorb(record, {"count": 0, "grid": grid, "ints": ints, "tables": tables})
+        changed = changed or old != dict(grid=record["grid"], ints=record["ints"],
+                                         tables=record["tables"])
+        if changed or record["count"] in (2, 10, 100, 1000):
+            _write(record)
+
+
+def _do_not_specialize(kernel, names):
+    found = set()
+    for item in getattr(kernel, "do_not_specialize", None) or []:
+        found.add(names[item] if isinstance(item, int) and item < len(names) else item)
+    return found
+
+
+def _int_type(annotation, value):
+    if "int64" in annotation or "i64" in annotation:
+        return "i64"
+    if "int32" in annotation or "i32" in annotation:
+        return "i32"
+    if -2**31 <= value < 2**31:
+        return "i32"
+    return "u64" if value >= 2**63 else "i64"
+
+
+def _table_range(tensor):
+    if os.environ.get(TABLE_RANGES_VARIABLE, "1") != "1":
+        return None
+    if tensor.dtype.is_floating_point or tensor.dtype.is_complex or tensor.dtype == _bool():
+        return None
+    if tensor.numel() == 0 or tensor.numel() > TABLE_SCAN_LIMIT:
+        return None
+    low, high = tensor.min().item(), tensor.max().item()
+    return [int(low), int(high)]
+
+
+def _bool():
+    import torch
+    return torch.bool
+
+
+def _serialise(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    name = getattr(value, "name", None)
+    if name is not None and type(value).__module__.startswith("triton"):
+        return {"dtype": name}
+    return {"repr": repr(value)}
+
+
+def deserialise(value):
+    """A constexpr value from a launches file."""
+    if isinstance(value, dict) and "dtype" in value:
+        import triton.language as tl
+        return getattr(tl, value["dtype"])
+    if isinstance(value, dict) and "repr" in value:
+        raise ValueError(f"constexpr {value['repr']} cannot be rebuilt")
+    return value
+
+
+def _write(record):
+    folder = os.environ.get(VARIABLE)
+    if not folder:
+        return
+    with open(Path(folder) / f"{os.getpid()}.jsonl", "a") as handle:
+        handle.write(json.dumps(record, default=str) + "\n")

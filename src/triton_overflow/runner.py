@@ -1,0 +1,111 @@
+"""Drive one huge case: obtain memory, plant rows, launch, compare.
+
+``run_case`` is what a child process runs (``triton_overflow.isolation``); it returns a JSON
+summary, ``{"skipped": reason}`` when the memory is not there, and raises on a wrong row.
+"""
+
+import importlib
+import time
+
+import torch
+
+from triton_overflow import memory
+from triton_overflow.cases import HugeRun, resolve_case
+from triton_overflow.huge import huge_layout
+from triton_overflow.interp import int32_wrap_checked, only_programs, unwrap_interpreter_error
+from triton_overflow.mode import interpreted
+from triton_overflow.twin import load_twin
+
+PLANT_SEED = 20260
+POISON_SEED = 7919
+
+
+def layout_for(case, mode):
+    return huge_layout(mode, case.width, row_stride=case.row_stride)
+
+
+def planned_run(case, mode, device, is_interpreted):
+    return HugeRun(layout_for(case, mode), torch.device(device), is_interpreted,
+                   run_poison_slots=case.run_poison_slots)
+
+
+def bytes_needed(case, run):
+    """The huge tensor plus the case's side inputs, with 1 GiB to spare for the launch."""
+    return (memory.tensor_bytes((run.layout.elements, ), case.dtype) + case.extra_bytes(run)
+            + memory.GIB)
+
+
+def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
+    """Run ``case`` (a ``case_reference``) in ``mode`` on ``backend``; raise on a wrong row.
+
+    ``twin`` runs the int32 twin instead of the kernel; with ``widening`` the mutant that undoes
+    only that widening.
+    """
+    started = time.monotonic()
+    case = resolve_case(case)
+    allocator = memory.allocator(backend)
+    is_interpreted = interpreted()
+    if is_interpreted != (allocator.device.type == "cpu"):
+        raise RuntimeError(f"backend {backend} cannot run with the interpreter "
+                           f"{'on' if is_interpreted else 'off'}")
+    run = planned_run(case, mode, allocator.device, is_interpreted)
+    shortfall = allocator.shortfall(bytes_needed(case, run), case=case.name)
+    if shortfall:
+        return {"skipped": shortfall}
+    kernels = importlib.import_module(case.module)
+    if twin:
+        kernels = load_twin(kernels, only=widening)
+    try:
+        with allocator.reserve(run.layout, case.dtype, run.planted_rows) as huge:
+            planted = plant(huge, run.layout, fill_background=allocator.fills_background,
+                            random_row=case.random_row, rows=run.planted_rows)
+            inputs = case.prepare(huge, run)
+            with _maybe(is_interpreted, lambda: only_programs(case.programs(run))), \
+                    _maybe(wrap_check, int32_wrap_checked):
+                try:
+                    produced = case.launch(kernels, huge, run, **inputs)
+                except Exception as error:
+                    raise unwrap_interpreter_error(error) from None
+            if huge.is_cuda:
+                torch.cuda.synchronize()
+            case.check(produced, huge, run, planted, **inputs)
+    except torch.cuda.OutOfMemoryError as error:
+        return {"skipped": f"out of device memory inside the case: {str(error).splitlines()[0]}"}
+    peak = allocator.peak_bytes()
+    return {"layout": run.layout.describe(), "seconds": round(time.monotonic() - started, 2),
+            "peak_gib": round(peak / memory.GIB, 3), "backend": backend}
+
+
+def plant(huge, layout, fill_background, random_row, rows):
+    """Row 0 random, the checked rows copies of it, the poison rows other data; CPU copies back.
+
+    With ``fill_background`` every other row is filled with random data too, so that a read
+    from any wrong row shows; lazy host memory leaves them untouched (zero pages cost nothing).
+    """
+    device = huge.device
+    width = layout.vocab
+    if fill_background:
+        background = torch.Generator(device).manual_seed(PLANT_SEED + 1)
+        chunk = max(1, 2**28 // width)
+        for start in range(0, layout.rows, chunk):
+            count = min(chunk, layout.rows - start)
+            huge[start:start + count] = random_row(background, count * width).view(count, width)
+    huge[0] = random_row(torch.Generator().manual_seed(PLANT_SEED), width).to(device)
+    for row in layout.check_rows:
+        huge[row] = huge[0]
+    poison = torch.Generator().manual_seed(POISON_SEED)
+    for row in layout.poison_rows:
+        huge[row] = (random_row(poison, width) * 3 if huge.is_floating_point()
+                     else random_row(poison, width) + 1).to(device)
+    return {row: huge[row].cpu().clone() for row in rows}
+
+
+class _maybe:
+    def __init__(self, enabled, factory):
+        self.context = factory() if enabled else None
+
+    def __enter__(self):
+        return self.context.__enter__() if self.context else None
+
+    def __exit__(self, *exc):
+        return self.context.__exit__(*exc) if self.context else False

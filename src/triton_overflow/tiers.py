@@ -1,0 +1,357 @@
+"""The generated tests: subclass ``OverflowTests``, list your cases, and every tier runs.
+
+    from triton_overflow import OverflowTests
+    from mycases import TEMPERATURE
+
+    class TestTemperature(OverflowTests):
+        cases = [TEMPERATURE]
+
+For every case this generates, each test filling one cell of the kernel x detector report:
+
+* static: the static check finds nothing in the case's module, and a finding in every kernel
+  of its int32 twin;
+* interpreter huge: the highest-offset rows on lazily allocated CPU memory (only the programs
+  that touch them run, every i32 operation checked), in both wrap modes; the twin is caught by
+  the wrap check in both, and in the aliased mode also without it, by the row comparison;
+* gpu aliased huge / gpu dense huge: the whole batch on a CUDA device, the huge tensor backed by
+  virtual memory (a few MiB) or dense (9-18 GiB); the twin faults or gives a wrong row;
+* for a ``RowsCase``, correctness and row-0 copy on a small batch (``small_batch_tests``);
+* for each ``CompileSpec`` in ``compile_specs``, the kernel compiles for sm_90 on the CPU.
+
+A case with ``expect = OVERFLOWS`` gets the fixed-kernel tests only, each passing when the
+detector catches the overflow ("overflows at file:line" in the report) and failing the day it
+does not. Every huge case runs in a child process.
+"""
+
+import functools
+import signal
+import types
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from triton_overflow import mode
+from triton_overflow.cases import (OVERFLOWS, SAFE, CompileSpec, RowsCase, case_reference,
+                                   validate_case)
+from triton_overflow.isolation import run_isolated
+
+WRAP_MODES = ("negative", "aliased")
+GPU_BACKENDS = ("aliased-device", "dense-device")
+GPU_DETECTORS = {"aliased-device": "gpu aliased huge", "dense-device": "gpu dense huge"}
+DETAIL = "overflow-detail"
+_REGISTERED = {}  # case name -> case reference, for this process
+CAUGHT_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL}
+
+
+class DuplicateCase(ValueError):
+    pass
+
+
+def register(case):
+    """Check ``case`` and claim its name for this test run; a duplicate name is an error."""
+    validate_case(case)
+    reference = case_reference(case)
+    known = _REGISTERED.get(case.name)
+    if known is not None and known != reference:
+        raise DuplicateCase(f"two cases are named {case.name!r} ({known} and {reference}); "
+                            "case names label the report and must be unique")
+    _REGISTERED[case.name] = reference
+    return reference
+
+
+def _param(case, *values, detector, role, extra_marks=()):
+    marks = [pytest.mark.covers(kernel=case.name, detector=detector, role=role), *extra_marks]
+    return pytest.param(case, *values, id="-".join([case.name, *map(str, values)]), marks=marks)
+
+
+class OverflowTests:
+    """Base class of a test class that runs every overflow tier on its ``cases``."""
+
+    cases: ClassVar[list] = []
+    compile_specs: ClassVar[list] = []
+    small_batch_tests: ClassVar[bool] = True
+    small_batch_rows: ClassVar[int] = 3
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for case in cls.cases:
+            register(case)
+        for spec in cls.compile_specs:
+            if not isinstance(spec, CompileSpec):
+                raise TypeError(f"compile_specs of {cls.__name__} must be CompileSpec objects; "
+                                f"got {spec!r}")
+        _generate(cls)
+
+
+def _generate(cls):
+    safe = [c for c in cls.cases if c.expect == SAFE]
+    every = list(cls.cases)
+    static, interp, huge, gpu = (pytest.mark.static, pytest.mark.interp, pytest.mark.huge,
+                                 pytest.mark.gpu)
+    tests = {}
+    if every:
+        tests["test_static_check"] = pytest.mark.parametrize("case", [
+            _param(c, detector="static", role=_role(c), extra_marks=[static]) for c in every])(
+            _fresh(_test_static_check))
+        tests["test_interpreter_huge_case"] = pytest.mark.parametrize("case, wrap", [
+            _param(c, w, detector="interpreter huge", role=_role(c), extra_marks=[interp, huge])
+            for c in every for w in WRAP_MODES])(_fresh(_test_interpreter_huge_case))
+        tests["test_gpu_huge_case"] = pytest.mark.parametrize("case, wrap, backend", [
+            _param(c, w, b, detector=GPU_DETECTORS[b], role=_role(c),
+                   extra_marks=[gpu, huge, pytest.mark.memory_backend(b)])
+            for b in GPU_BACKENDS for c in every for w in WRAP_MODES])(_fresh(_test_gpu_huge_case))
+    if safe:
+        tests["test_static_check_flags_twin"] = pytest.mark.parametrize("case", [
+            _param(c, detector="static", role="twin", extra_marks=[static]) for c in safe])(
+            _fresh(_test_static_check_flags_twin))
+        tests["test_interpreter_huge_case_catches_twin_wrap"] = pytest.mark.parametrize(
+            "case, wrap", [_param(c, w, detector="interpreter huge", role="twin",
+                                  extra_marks=[interp, huge]) for c in safe for w in WRAP_MODES])(
+            _fresh(_test_interpreter_twin_wrap))
+        tests["test_interpreter_huge_case_catches_twin_silent_corruption"] = \
+            pytest.mark.parametrize("case", [
+                _param(c, detector="interpreter huge", role="twin", extra_marks=[interp, huge])
+                for c in safe])(_fresh(_test_interpreter_twin_silent))
+        tests["test_gpu_huge_case_catches_twin"] = pytest.mark.parametrize(
+            "case, wrap, backend", [
+                _param(c, w, b, detector=GPU_DETECTORS[b], role="twin",
+                       extra_marks=[gpu, huge, pytest.mark.memory_backend(b)])
+                for b in GPU_BACKENDS for c in safe for w in WRAP_MODES])(_fresh(_test_gpu_twin))
+    rows = [c for c in safe if isinstance(c, RowsCase)] if cls.small_batch_tests else []
+    if rows:
+        tests["test_small_batch_matches_reference"] = pytest.mark.parametrize("case", [
+            _param(c, detector="correctness", role="fixed", extra_marks=[pytest.mark.correctness])
+            for c in rows])(_fresh(_test_small_batch))
+        tests["test_copied_row_matches_row_zero"] = pytest.mark.parametrize("case", [
+            _param(c, detector="row-0 copy", role="fixed", extra_marks=[pytest.mark.correctness])
+            for c in rows])(_fresh(_test_copied_row))
+    if cls.compile_specs:
+        tests["test_compiles_for_sm90"] = pytest.mark.parametrize(
+            "spec", [pytest.param(s, id=s.id) for s in cls.compile_specs])(
+            pytest.mark.static(_fresh(_test_compiles)))
+    for name, function in tests.items():
+        if name not in vars(cls):
+            setattr(cls, name, function)
+
+
+def _fresh(function):
+    """A copy of a test function, so that each class's marks stay its own."""
+    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__,
+                              function.__defaults__, function.__closure__)
+    copy.__doc__ = function.__doc__
+    copy.__qualname__ = function.__name__
+    return copy
+
+
+def _role(case):
+    return "overflow" if case.expect == OVERFLOWS else "fixed"
+
+
+# --- static -------------------------------------------------------------------------------
+
+def _test_static_check(self, case, request):
+    """The static check finds nothing in the case's module (a known overflow: a finding)."""
+    summary = lint_summary(case.module, False)
+    if case.expect == OVERFLOWS:
+        if not summary["findings"]:
+            pytest.fail(f"{case.name} is declared expect=OVERFLOWS, but the static check finds "
+                        f"nothing in {case.module}: if it is fixed, declare it SAFE\n"
+                        + summary["text"])
+        first = summary["findings"][0]
+        _detail(request, f"overflows at {first['where']}")
+        return
+    assert summary["exit"] == 0, summary["text"]
+
+
+def _test_static_check_flags_twin(self, case, request):
+    """The static check flags every kernel of the module's int32 twin."""
+    summary = lint_summary(case.module, True)
+    assert summary["exit"] == 1, summary["text"]
+    flagged = {f["kernel"] for f in summary["findings"]}
+    missed = [k for k in summary["kernels"] if k not in flagged]
+    assert not missed, f"twin kernels without a finding: {missed}\n{summary['text']}"
+
+
+@functools.cache
+def lint_summary(module, twins):
+    """The static check of ``module`` (dotted), run in a child process without the interpreter."""
+    outcome = run_isolated("triton_overflow.tiers:lint_module", {"module": module, "twins": twins},
+                           mode=mode.COMPILE, timeout=600)
+    if outcome.status != "passed":
+        pytest.fail(f"the static check of {module} did not run: {outcome.summary()}\n"
+                    f"{outcome.output}")
+    return outcome.value
+
+
+def lint_module(module, twins):
+    """Child side of ``lint_summary``: a JSON summary of the static check of one module."""
+    import importlib.util
+
+    from triton_overflow.lint import lint
+    from triton_overflow.lint.report import as_text, shown
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        raise LookupError(f"module {module} not found")
+    report = lint([spec.origin], twins=twins)
+    return {"exit": report.exit_code, "text": as_text(report, [spec.origin]),
+            "kernels": [r.name for r in report.results],
+            "findings": [{"kernel": f.kernel, "where": f"{shown(f.file)}:{f.line}",
+                          "product": f.product} for f in report.findings]}
+
+
+# --- huge cases ---------------------------------------------------------------------------
+
+def run_huge(case, wrap, backend, twin=False, wrap_check=False, widening=None):
+    """Run ``case`` in a child process; the ``Outcome``, or a skip with the child's reason."""
+    interpreted = backend == "lazy-host"
+    outcome = run_isolated(
+        "triton_overflow.runner:run_case",
+        dict(case=case_reference(case), mode=wrap, backend=backend, twin=twin,
+             wrap_check=wrap_check, widening=widening),
+        mode=mode.INTERPRETER if interpreted else mode.DEVICE, timeout=900)
+    if outcome.status == "passed" and isinstance(outcome.value, dict) and \
+            "skipped" in outcome.value:
+        pytest.skip(outcome.value["skipped"])
+    return outcome
+
+
+def gpu_caught(outcome):
+    """A GPU twin is caught by an illegal address, a fault signal or a wrong row; never by an
+    out-of-memory kill or a timeout."""
+    if outcome.status == "crashed":
+        code = outcome.returncode
+        return code is not None and code < 0 and signal.Signals(-code) in CAUGHT_SIGNALS
+    if outcome.status != "failed":
+        return False
+    return outcome.device_fault or outcome.error in ("RowMismatch", "AssertionError")
+
+
+def _interpreted_overflow(case, wrap, request):
+    outcome = run_huge(case, wrap, "lazy-host", wrap_check=True)
+    if outcome.status == "failed" and outcome.error == "Int32WrapError":
+        _detail(request, "overflows at " + _location(outcome.message))
+        return
+    pytest.fail(f"{case.name} is declared expect=OVERFLOWS, but its huge case did not overflow "
+                f"({outcome.summary()}): if it is fixed, declare it SAFE\n{outcome.output}")
+
+
+def _test_interpreter_huge_case(self, case, wrap, request):
+    """The highest-offset rows equal row 0 and the reference; no i32 operation wraps."""
+    if case.expect == OVERFLOWS:
+        return _interpreted_overflow(case, wrap, request)
+    outcome = run_huge(case, wrap, "lazy-host", wrap_check=True)
+    assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
+
+
+def _test_interpreter_twin_wrap(self, case, wrap):
+    """On the int32 twin the wrap check stops at the wrapping product, naming the kernel line."""
+    outcome = run_huge(case, wrap, "lazy-host", twin=True, wrap_check=True)
+    assert outcome.status == "failed" and outcome.error == "Int32WrapError", \
+        outcome.summary() + "\n" + outcome.output
+    kernel_file = _module_file(case.module)
+    assert f"int32 twin of {kernel_file}" in outcome.message, outcome.message
+
+
+def _test_interpreter_twin_silent(self, case):
+    """Without the wrap check, the aliased twin reads or writes a poisoned row: a wrong row."""
+    outcome = run_huge(case, "aliased", "lazy-host", twin=True, wrap_check=False)
+    assert outcome.status == "failed" and outcome.error in ("RowMismatch", "AssertionError"), \
+        outcome.summary() + "\n" + outcome.output
+
+
+def _test_gpu_huge_case(self, case, wrap, backend, request):
+    """On the device, the whole batch: the highest-offset rows equal row 0 and the reference."""
+    outcome = run_huge(case, wrap, backend)
+    if case.expect == OVERFLOWS:
+        if gpu_caught(outcome):
+            _detail(request, "overflows: " + outcome.summary()[:200])
+            return
+        pytest.fail(f"{case.name} is declared expect=OVERFLOWS, but its GPU huge case was not "
+                    f"caught ({outcome.summary()}): if it is fixed, declare it SAFE")
+    if isinstance(outcome.value, dict):
+        request.node.user_properties.append(("case", outcome.value))
+    assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
+
+
+def _test_gpu_twin(self, case, wrap, backend, request):
+    """On the device the int32 twin faults or produces a wrong row."""
+    outcome = run_huge(case, wrap, backend, twin=True)
+    request.node.user_properties.append(("twin_outcome", outcome.summary()[:300]))
+    assert gpu_caught(outcome), outcome.summary() + "\n" + outcome.output
+
+
+# --- small batches ------------------------------------------------------------------------
+
+def _small_run(case, device, rows):
+    import torch
+
+    from triton_overflow.cases import HugeRun
+    from triton_overflow.huge import HugeLayout
+    layout = HugeLayout("small", rows, case.width, case.row_stride or case.width,
+                        check_rows=(rows - 1, ), poison_rows=tuple(range(1, rows - 1)))
+    return HugeRun(layout, torch.device(device), mode.interpreted())
+
+
+def _small_batch(case, device, rows, copy_row):
+    import importlib
+
+    import torch
+    run = _small_run(case, device, rows)
+    generator = torch.Generator().manual_seed(rows)
+    logits = torch.stack([case.random_row(generator, case.width) for _ in range(rows)])
+    buffer = torch.zeros(rows, run.row_stride, dtype=case.dtype)
+    buffer[:, :case.width] = logits.to(case.dtype)
+    if copy_row:
+        buffer[-1] = buffer[0]
+    logits = buffer.to(device)[:, :case.width]
+    planted = {row: logits[row].cpu().clone() for row in range(rows)}
+    inputs = case.prepare(logits, run)
+    produced = case.launch(importlib.import_module(case.module), logits, run, **inputs)
+    return run, produced, planted, inputs
+
+
+def _test_small_batch(self, case, kernel_device):
+    """On a small batch every row equals the reference on its own input."""
+    run, produced, planted, inputs = _small_batch(case, kernel_device, self.small_batch_rows, False)
+    for row in range(run.rows):
+        case.check_row(produced[row], planted[row], row, f"row {row} of a small batch", **inputs)
+
+
+def _test_copied_row(self, case, kernel_device):
+    """Row 0 copied into the last row gives the last row exactly row 0's output."""
+    from triton_overflow.compare import assert_rows_equal
+    run, produced, _, _ = _small_batch(case, kernel_device, self.small_batch_rows, True)
+    assert_rows_equal(produced[run.rows - 1], produced[0], "the copied last row against row 0")
+
+
+# --- compile ------------------------------------------------------------------------------
+
+def _test_compiles(self, spec):
+    """The kernel compiles for sm_90 through LLVM IR, on the CPU."""
+    outcome = run_isolated("triton_overflow.gpu_compile:compile_for_gpu",
+                           dict(kernel=spec.kernel, types=spec.types, constants=spec.constants,
+                                num_warps=spec.num_warps), mode=mode.COMPILE, timeout=600)
+    assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+def _module_file(module):
+    import importlib.util
+    return str(Path(importlib.util.find_spec(module).origin).resolve())
+
+
+def _location(message):
+    """``file:line`` from an ``Int32WrapError`` message."""
+    head = message.split(" in ", 1)[0]
+    try:
+        file, line = head.rsplit(":", 1)
+        from triton_overflow.lint.report import shown
+        return f"{shown(file)}:{int(line)}"
+    except ValueError:
+        return head[:200]
+
+
+def _detail(request, text):
+    request.node.user_properties.append((DETAIL, text))

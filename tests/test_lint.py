@@ -1,0 +1,191 @@
+"""Self-tests of the static check: every planted overflow is flagged at its line, every safe
+twin is clean, and the exit codes mean one thing each. Run as a user runs it, in a fresh process
+(``python -m triton_overflow lint``)."""
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.lint_cli import ROOT, WITHOUT_INTERPRETER, run_lint
+from triton_overflow import compat
+
+PLANTED = ROOT / "tests" / "planted"
+FINDING = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+): (?P<kernel>\w+): i32 multiply feeds a "
+                     r"pointer offset", re.M)
+pytestmark = [pytest.mark.static, pytest.mark.selftest]
+
+
+def planted_lines(path):
+    """{kernel: {lines}} from the ``# <- wraps`` marks; a helper's marks count for its callers."""
+    source = Path(path).read_text()
+    tree = ast.parse(source)
+    marked = {n for n, text in enumerate(source.splitlines(), 1) if "# <- wraps" in text}
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    spans = {f.name: {n for n in marked if f.lineno <= n <= f.end_lineno} for f in functions}
+    calls = {f.name: {c.func.id for c in ast.walk(f) if isinstance(c, ast.Call)
+                      and isinstance(c.func, ast.Name) and c.func.id in spans} for f in functions}
+    helpers = set().union(*calls.values())
+    return {name: lines | set().union(*(spans[h] for h in calls[name]))
+            for name, lines in spans.items() if name not in helpers}
+
+
+def findings(output):
+    found = {}
+    for match in FINDING.finditer(output):
+        found.setdefault(match["kernel"], set()).add(int(match["line"]))
+    return found
+
+
+def test_every_planted_product_is_flagged_at_its_line():
+    """Program ids, loaded indices, loop variables, helpers, late widening, autotune and
+    heuristics stacks, loop- and branch-carried offsets, a flag whose default is False,
+    pointers without a _ptr suffix, Inductor-style names, loaded loop bounds, int32 strides."""
+    done = run_lint(PLANTED / "overflowing.py")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert findings(done.stdout) == planted_lines(PLANTED / "overflowing.py"), done.stdout
+    assert "tests/planted/overflowing.py:14: program_id_times_stride_kernel:" in done.stdout
+
+
+def test_widened_kernels_have_no_finding():
+    """Each planted kernel widened, provably small, or marked bounded with a reason: clean."""
+    done = run_lint(PLANTED / "safe.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    expected = len(planted_lines(PLANTED / "safe.py"))
+    assert f"{expected} kernels checked, 0 with findings" in done.stdout, done.stdout
+
+
+def test_safe_and_overflowing_plant_the_same_kernels():
+    """Every overflowing pattern has its safe twin, and the other way round."""
+    safe = set(planted_lines(PLANTED / "safe.py"))
+    overflowing = set(planted_lines(PLANTED / "overflowing.py"))
+    assert overflowing - safe == {"bounded_without_reason_kernel",
+                                  "marker_names_another_product_kernel",
+                                  "int32_annotated_stride_kernel", "widened_too_late_kernel"}
+    assert safe - overflowing == {"block_offsets_kernel", "bounded_block_product_kernel",
+                                  "small_constant_product_kernel",
+                                  "int64_annotated_stride_kernel"}
+
+
+@pytest.mark.skipif(not compat.block_pointers_supported(),
+                    reason="this Triton removed tl.make_block_ptr; see the test below")
+def test_block_pointer_products_are_flagged_and_block_offsets_are_not():
+    done = run_lint(PLANTED / "overflowing_block_pointers.py")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert findings(done.stdout) == planted_lines(PLANTED / "overflowing_block_pointers.py")
+    done = run_lint(PLANTED / "safe_block_pointers.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.skipif(compat.block_pointers_supported(),
+                    reason="this Triton still has tl.make_block_ptr; see the test above")
+def test_block_pointer_kernels_are_reported_not_checked_where_triton_removed_them():
+    done = run_lint(PLANTED / "safe_block_pointers.py")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.count("could not check block_pointer_") == 2, done.stdout
+
+
+def test_a_bare_marker_or_one_naming_another_product_silences_nothing():
+    done = run_lint(PLANTED / "overflowing.py")
+    flagged = findings(done.stdout)
+    assert flagged["bounded_without_reason_kernel"] and flagged["marker_names_another_product_kernel"]
+
+
+# --- exit codes and problems -----------------------------------------------------------------
+
+SAFE_KERNEL = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+               "def copy_kernel(x_ptr, stride):\n"
+               "    row = tl.program_id(0).to(tl.int64)\n"
+               "    tl.store(x_ptr + row * stride, 1.0)\n")
+BUGGY_KERNEL = SAFE_KERNEL.replace(".to(tl.int64)", "")
+
+
+def _write(folder, name, text):
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_exit_0_when_every_kernel_is_checked_and_clean(tmp_path):
+    done = run_lint(_write(tmp_path, "ok.py", SAFE_KERNEL))
+    assert done.returncode == 0 and "1 kernels checked, 0 with findings" in done.stdout
+
+
+def test_exit_2_when_there_is_nothing_to_check(tmp_path):
+    done = run_lint(_write(tmp_path, "empty.py", "x = 1\n"))
+    assert done.returncode == 2 and "no @triton.jit kernel" in done.stdout
+    done = run_lint(tmp_path / "missing.py")
+    assert done.returncode == 2 and "could not check" in done.stdout, done.stdout
+
+
+def test_a_syntax_error_is_one_line_and_the_rest_is_checked(tmp_path):
+    _write(tmp_path, "broken.py", "import triton\n@triton.jit\ndef k(:\n")
+    _write(tmp_path, "ok.py", SAFE_KERNEL)
+    done = run_lint(tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert re.search(r"could not check broken\.py:3: SyntaxError", done.stdout.replace(
+        str(tmp_path) + "/", "")), done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+    _write(tmp_path, "bug.py", BUGGY_KERNEL)
+    done = run_lint(tmp_path)
+    assert done.returncode == 1, "findings win over problems: " + done.stdout
+
+
+def test_a_kernel_that_cannot_compile_is_one_line_and_the_rest_is_checked(tmp_path):
+    _write(tmp_path, "mixed.py", BUGGY_KERNEL + "\n\n@triton.jit\ndef broken_kernel(x_ptr):\n"
+                                 "    tl.store(x_ptr, undefined_helper(1))\n")
+    done = run_lint(tmp_path / "mixed.py")
+    assert done.returncode == 1, done.stdout
+    assert "could not check broken_kernel at" in done.stdout
+    assert ": copy_kernel: i32 multiply" in done.stdout
+
+
+def test_files_starting_with_underscore_are_searched(tmp_path):
+    _write(tmp_path, "_private.py", BUGGY_KERNEL)
+    done = run_lint(tmp_path)
+    assert done.returncode == 1 and "_private.py:8: copy_kernel" in done.stdout, done.stdout
+
+
+def test_a_module_whose_imports_fail_is_still_checked(tmp_path):
+    """An engine's kernel file imports its package; without it installed, the kernels are
+    still checked, with a note saying what was left out."""
+    text = BUGGY_KERNEL.replace("import triton\nimport triton.language as tl\n",
+                                "from someengine.triton_utils import tl, triton\n\n")
+    _write(tmp_path, "engine.py", text)
+    done = run_lint(tmp_path / "engine.py")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "note:" in done.stdout and "someengine" in done.stdout
+
+
+def test_the_interpreter_flag_in_the_environment_changes_nothing(tmp_path):
+    path = _write(tmp_path, "bug.py", BUGGY_KERNEL)
+    plain = run_lint(path)
+    interpreted = run_lint(path, env={**WITHOUT_INTERPRETER, "TRITON_INTERPRET": "1"})
+    assert interpreted.returncode == plain.returncode == 1
+    assert interpreted.stdout == plain.stdout
+
+
+def test_json_and_sarif_name_every_finding(tmp_path):
+    path = _write(tmp_path, "bug.py", BUGGY_KERNEL)
+    done = run_lint(path, "--format", "json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["exit_code"] == 1
+    (finding, ) = report["kernels"][0]["findings"]
+    assert finding["line"] == 8 and finding["product"] == "row * stride"
+    done = run_lint(path, "--format", "sarif")
+    sarif = json.loads(done.stdout)
+    (result, ) = sarif["runs"][0]["results"]
+    assert sarif["version"] == "2.1.0" and result["ruleId"] == "i32-offset-product"
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] == 8
+
+
+def test_limits_say_whether_an_envelope_reaches_the_wrap(tmp_path):
+    path = _write(tmp_path, "bug.py", BUGGY_KERNEL)
+    below = run_lint(path, "--limits", "rows=16384,stride=131072")
+    assert "stays below 2**31 within the limits" in below.stdout, below.stdout
+    above = run_lint(path, "--limits", "rows=16385,stride=131072")
+    assert "it wraps there" in above.stdout, above.stdout
+    assert below.returncode == above.returncode == 1
