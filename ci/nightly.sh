@@ -7,7 +7,7 @@
 # logs, and OUT_DIR/gpu-memory.csv (device memory in use, sampled every 250 ms). Exits non-zero
 # when any test failed or the GPU tier could not run (--require-gpu). OVERFLOW_HYPOTHESIS_PROFILE
 # picks the hypothesis profile (nightly); OVERFLOW_WORKERS the number of pytest-xdist workers
-# (default 4; 1 runs serially); OVERFLOW_DENSE=1 adds the dense-memory GPU huge cases (up to
+# (default 8; 1 runs serially); OVERFLOW_DENSE=1 adds the dense-memory GPU huge cases (up to
 # ~19 GiB of device memory each) to the virtual-memory ones.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
     sampler=$!
 fi
 
-workers=${OVERFLOW_WORKERS:-4}
+workers=${OVERFLOW_WORKERS:-8}
 parallel=()
 if [ "$workers" -gt 1 ] && "$python" -c "import xdist" 2>/dev/null; then
     parallel=(-n "$workers")

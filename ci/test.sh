@@ -1,4 +1,9 @@
 #!/usr/bin/env bash
-# The test command: every tier this machine can run. Extra arguments go to pytest.
+# The test command: every tier this machine can run, on all cores (pytest-xdist; set
+# OVERFLOW_WORKERS=0 to run serially). Extra arguments go to pytest.
 source "$(dirname "$0")/env.sh"
-exec "$PYTHON" -m pytest "$@"
+workers=()
+if "$PYTHON" -c "import xdist" 2>/dev/null; then
+    workers=(-n "${OVERFLOW_WORKERS:-auto}")
+fi
+exec "$PYTHON" -m pytest "${workers[@]}" "$@"

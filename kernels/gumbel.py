@@ -138,15 +138,16 @@ def _gumbel_sample_kernel(
     # Widened: row * logits_stride passes 2**31 once T * V does.
     row = tl.program_id(0).to(tl.int64)
     block = tl.program_id(1)
-    vocab_ids = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: block * BLOCK bounded by vocab_size
+    block_start = block * BLOCK  # overflow-lint: block * BLOCK bounded by vocab_size
+    vocab_ids = block_start + tl.arange(0, BLOCK)
     mask = vocab_ids < vocab_size
     x = tl.load(logits_ptr + row * logits_stride + vocab_ids, mask=mask,
                 other=float("-inf")).to(tl.float32)
-    value, index = gumbel_block_argmax(x, block * BLOCK, mask, row, idx_mapping_ptr, temperature_ptr,
+    value, index = gumbel_block_argmax(x, block_start, mask, row, idx_mapping_ptr, temperature_ptr,
                                        seed_ptr, pos_ptr, processed_ptr, processed_stride,
                                        processed_col_ptr, vocab_size, APPLY_TEMPERATURE, USE_FP64,
                                        PER_ROW_COL)
-    tl.store(block_id_ptr + row * num_blocks + block, block * BLOCK + index)
+    tl.store(block_id_ptr + row * num_blocks + block, block_start + index)
     tl.store(block_value_ptr + row * num_blocks + block, value)
 
 

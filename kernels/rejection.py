@@ -81,7 +81,8 @@ def _block_stats_kernel(
     # Widened: req * draft_stride_0 passes 2**31 for slots past 2**31 / (K * V).
     req = tl.load(idx_mapping_ptr + row).to(tl.int64)
     temperature = tl.load(temperature_ptr + req)
-    vocab_ids = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: block * BLOCK bounded by vocab_size
+    block_start = block * BLOCK  # overflow-lint: block * BLOCK bounded by vocab_size
+    vocab_ids = block_start + tl.arange(0, BLOCK)
     in_row = vocab_ids < vocab_size
     stat = row * num_blocks + block
     x = tl.load(target_ptr + row * target_stride + vocab_ids, mask=in_row,
@@ -89,7 +90,7 @@ def _block_stats_kernel(
     if temperature == 0.0:
         value, index = tl.max(x, 0, return_indices=True, return_indices_tie_break_left=True)
         tl.store(target_max_ptr + stat, value)
-        tl.store(target_argmax_ptr + stat, block * BLOCK + index)
+        tl.store(target_argmax_ptr + stat, block_start + index)
     else:
         top = tl.max(x, 0)
         shift = tl.where(top > float("-inf"), top, 0.0)
@@ -242,7 +243,8 @@ def _resample_kernel(
     temperature = tl.load(temperature_ptr + req)
     if (temperature == 0.0) & (bonus == 0):
         return
-    vocab_ids = block * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: block * BLOCK bounded by vocab_size
+    block_start = block * BLOCK  # overflow-lint: block * BLOCK bounded by vocab_size
+    vocab_ids = block_start + tl.arange(0, BLOCK)
     in_row = vocab_ids < vocab_size
     x = tl.load(target_ptr + row * target_stride + vocab_ids, mask=in_row,
                 other=float("-inf")).to(tl.float32)
@@ -256,10 +258,10 @@ def _resample_kernel(
         else:
             rejected = tl.load(draft_sampled_ptr + row + 1)
             x = tl.where(vocab_ids == rejected, float("-inf"), x)
-    value, index = gumbel_block_argmax(x, block * BLOCK, in_row, row, expanded_idx_mapping_ptr,
+    value, index = gumbel_block_argmax(x, block_start, in_row, row, expanded_idx_mapping_ptr,
                                        temperature_ptr, seed_ptr, pos_ptr, None, 0, None,
                                        vocab_size, False, USE_FP64)
-    tl.store(block_id_ptr + i * num_blocks + block, block * BLOCK + index)
+    tl.store(block_id_ptr + i * num_blocks + block, block_start + index)
     tl.store(block_value_ptr + i * num_blocks + block, value)
 
 

@@ -71,6 +71,22 @@ def make_ir(source, target, options, backend, context):
     return source.make_ir(target, options, codegen, module_map, context)
 
 
+def analysis_passes(module):
+    """Inline helpers and rewrite block pointers into plain addresses, and nothing else: no CSE,
+    so that a product written on two lines stays two products with their own lines."""
+    from triton._C.libtriton import ir, passes
+    manager = ir.pass_manager(module.context)
+    passes.common.add_inliner(manager)
+    if hasattr(passes.ttir, "add_rewrite_tensor_pointer"):
+        passes.ttir.add_rewrite_tensor_pointer(manager)
+    passes.common.add_symbol_dce(manager)
+    try:
+        manager.run(module)
+    except TypeError:  # Triton 3.7+ names the pipeline
+        manager.run(module, "overflow-lint")
+    return module
+
+
 def set_interpret(enabled):
     """Switch Triton's interpreter flag for ``@triton.jit`` decorations made after this call."""
     import triton

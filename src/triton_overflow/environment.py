@@ -2,19 +2,19 @@
 
 import platform
 
-from triton_overflow import mode
+from triton_overflow import devices, mode
 
 
 def describe():
+    """Facts of this run; the GPUs as the run's budget measured them (no CUDA context here)."""
     import hypothesis
     import torch
     import triton
 
-    if torch.cuda.is_available():
-        count = torch.cuda.device_count()
-        free, total = torch.cuda.mem_get_info()
-        device = (f"{torch.cuda.get_device_name()} ({free / 2**30:.1f} GiB free of "
-                  f"{total / 2**30:.1f} GiB)" + (f", {count} devices" if count > 1 else ""))
+    gpus = devices.described() or [(str(i), *found) for i, found in enumerate(devices.survey())]
+    if gpus:
+        device = "; ".join(f"{gid}: {name} ({free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB)"
+                           for gid, name, free, total in gpus)
     else:
         device = "none (kernels run in Triton's CPU interpreter)"
     return {
@@ -23,5 +23,6 @@ def describe():
         "triton": triton.__version__,
         "hypothesis": hypothesis.__version__,
         "python": platform.python_version(),
-        "kernels": "interpreter" if mode.interpreted() else "native",
+        "kernels": "interpreter" if mode.interpreted() or not gpus else "native",
+        "torch_cuda": torch.version.cuda or "none",
     }

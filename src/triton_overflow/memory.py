@@ -4,12 +4,20 @@ A case never allocates its huge tensor itself: ``runner`` asks a backend for it.
 
 * ``lazy-host`` (``LazyHostMemory``): a CPU tensor whose pages the OS maps only when touched,
   so a 17 GiB tensor of which a case touches a few rows costs a few MiB (for the interpreter);
-* ``dense-device`` (``DenseDeviceMemory``): a plain CUDA allocation, gated on free memory.
+* ``aliased-device`` (``AliasedDeviceMemory``): CUDA virtual memory. The tensor's whole range is
+  reserved; the planted rows get pages of their own, and one shared chunk is mapped under every
+  other row, so every program of the full grid runs on valid addresses while the tensor costs a
+  few MiB. 2**31 elements below the tensor stay reserved and unmapped, so a wrapped negative
+  offset always faults instead of landing in some other live allocation;
+* ``dense-device`` (``DenseDeviceMemory``): a plain CUDA allocation (9-18 GiB), gated on free
+  memory.
 
 Each backend has ``name``, ``device``, ``fills_background`` (whether ``runner`` should fill
-every unplanted row with random data), ``shortfall(nbytes, case)`` (None, or why it cannot
-run), ``reserve(layout, dtype, rows)`` (a context manager giving the tensor, released after)
-and ``peak_bytes()``.
+every unplanted row with random data), ``estimate(layout, dtype, rows)`` (device bytes, known
+without a device), ``shortfall(nbytes, case)`` (None, or why it cannot run),
+``reserve(layout, dtype, rows)`` (a context manager giving the tensor, released after),
+``background()`` (a tensor over memory every unplanted row shares, or None) and
+``peak_bytes()``.
 """
 
 import contextlib
@@ -32,10 +40,21 @@ def tensor_bytes(shape, dtype):
     return count * torch.empty((), dtype=dtype).element_size()
 
 
+def _itemsize(dtype):
+    return torch.empty((), dtype=dtype).element_size()
+
+
 class LazyHostMemory:
     name = "lazy host memory"
     device = torch.device("cpu")
     fills_background = False
+
+    @staticmethod
+    def estimate(layout, dtype, rows):
+        return layout.elements * _itemsize(dtype)
+
+    def background(self):
+        return None
 
     def shortfall(self, nbytes, case=None):
         """None when ``nbytes`` of address space can be reserved, else why not."""
@@ -56,6 +75,13 @@ class LazyHostMemory:
 class DenseDeviceMemory:
     name = "dense device memory"
     fills_background = True
+
+    @staticmethod
+    def estimate(layout, dtype, rows):
+        return layout.elements * _itemsize(dtype)
+
+    def background(self):
+        return None
 
     def __init__(self, index=None):
         self.device = torch.device("cuda", torch.cuda.current_device() if index is None else index) \
@@ -85,8 +111,198 @@ class DenseDeviceMemory:
         return torch.cuda.max_memory_allocated(self.device)
 
 
+GRANULE = 2**21  # the H100 / H200 mapping granularity; the real one is asked for at run time
+
+
+class VirtualMemoryError(RuntimeError):
+    def __init__(self, call, code):
+        from cuda.bindings import driver
+        _, name = driver.cuGetErrorName(code)
+        self.out_of_memory = code == driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY
+        super().__init__(f"{call} failed: {name.decode() if isinstance(name, bytes) else name}")
+
+
+def _call(name, *args):
+    from cuda.bindings import driver
+    result = getattr(driver, name)(*args)
+    code, values = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
+    if code != driver.CUresult.CUDA_SUCCESS:
+        raise VirtualMemoryError(name, code)
+    return values[0] if len(values) == 1 else values
+
+
+class AliasedDeviceMemory:
+    """CUDA virtual memory through NVIDIA's ``cuda-bindings`` (``cuda.bindings.driver``)."""
+
+    name = "aliased device memory"
+    fills_background = False
+
+    def __init__(self, index=None):
+        self.device = torch.device("cuda", torch.cuda.current_device() if index is None else
+                                   index) if torch.cuda.is_available() else torch.device("cuda")
+        self._mapped = 0
+        self._shared = None
+
+    @staticmethod
+    def estimate(layout, dtype, rows):
+        """Physical bytes: the chunks under the planted rows, and the shared chunk."""
+        chunks = _dedicated_chunks(layout, _itemsize(dtype), rows, GRANULE)
+        return (len(chunks) + 1) * GRANULE
+
+    def shortfall(self, nbytes, case=None):
+        if not torch.cuda.is_available():
+            return "needs a CUDA device (none visible)"
+        try:
+            from cuda.bindings import driver
+        except ImportError:
+            return "needs NVIDIA's cuda-bindings for virtual memory (pip install cuda-bindings)"
+        torch.cuda.init()
+        supported = _call("cuDeviceGetAttribute", driver.CUdevice_attribute
+                          .CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                          self._cu_device())
+        if not supported:
+            return f"{torch.cuda.get_device_name(self.device)} has no virtual memory management"
+        free, _ = torch.cuda.mem_get_info(self.device)
+        if free < nbytes:
+            return (f"needs {gib(nbytes)}, {gib(free)} free on "
+                    f"{torch.cuda.get_device_name(self.device)}")
+        return None
+
+    def _cu_device(self):
+        return _call("cuDeviceGet", self.device.index or 0)
+
+    def _properties(self):
+        from cuda.bindings import driver
+        prop = driver.CUmemAllocationProp()
+        prop.type = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        prop.location.type = driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        prop.location.id = self.device.index or 0
+        return prop
+
+    @contextlib.contextmanager
+    def reserve(self, layout, dtype, rows):
+        from cuda.bindings import driver
+        torch.cuda.init()
+        torch.cuda.set_device(self.device)
+        prop = self._properties()
+        granule = _call("cuMemGetAllocationGranularity", prop, driver
+                        .CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM)
+        itemsize = _itemsize(dtype)
+        span = _round_up(layout.elements * itemsize, granule)
+        guard = _round_up(2**31 * itemsize, granule)
+        dedicated = _dedicated_chunks(layout, itemsize, rows, granule)
+        handles, mappings, reservation = [], [], None
+        try:
+            reservation = _call("cuMemAddressReserve", guard + span, granule, 0, 0)
+            base = int(reservation) + guard
+            self._shared = _call("cuMemCreate", granule, prop, 0)
+            handles.append(self._shared)
+            for start, count in _runs(dedicated):
+                handle = _call("cuMemCreate", count * granule, prop, 0)
+                handles.append(handle)
+                self._map(base + start * granule, count * granule, handle, mappings)
+            for chunk in range(span // granule):
+                if chunk not in dedicated:
+                    self._map(base + chunk * granule, granule, self._shared, mappings)
+            access = driver.CUmemAccessDesc()
+            access.location = prop.location
+            access.flags = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+            _call("cuMemSetAccess", driver.CUdeviceptr(base), span, [access], 1)
+            self._mapped = (len(dedicated) + 1) * granule
+            shared_at = next((base + c * granule for c in range(span // granule)
+                              if c not in dedicated), None)
+            self._background = None if shared_at is None else _tensor(
+                shared_at, (granule // itemsize, ), (itemsize, ), dtype, self.device)
+            tensor = _tensor(base, layout.shape, (layout.row_stride * itemsize, itemsize), dtype,
+                             self.device)
+            yield tensor
+            torch.cuda.synchronize(self.device)
+            del tensor
+        except BaseException:
+            self._background = None
+            _release(mappings, handles, reservation, guard + span, strict=False)
+            raise
+        self._background = None
+        _release(mappings, handles, reservation, guard + span, strict=True)
+
+    def _map(self, address, size, handle, mappings):
+        from cuda.bindings import driver
+        _call("cuMemMap", driver.CUdeviceptr(address), size, 0, handle, 0)
+        mappings.append((address, size))
+
+    def background(self):
+        return getattr(self, "_background", None)
+
+    def peak_bytes(self):
+        return self._mapped + torch.cuda.max_memory_allocated(self.device)
+
+
+def _round_up(value, multiple):
+    return -(-value // multiple) * multiple
+
+
+def _dedicated_chunks(layout, itemsize, rows, granule):
+    """Chunk indices under every byte of the given rows."""
+    chunks = set()
+    for row in rows:
+        first = row * layout.row_stride * itemsize
+        last = first + layout.vocab * itemsize - 1
+        chunks.update(range(first // granule, last // granule + 1))
+    return chunks
+
+
+def _runs(chunks):
+    """(first, count) for each run of consecutive chunk indices."""
+    runs = []
+    for chunk in sorted(chunks):
+        if runs and runs[-1][0] + runs[-1][1] == chunk:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((chunk, 1))
+    return runs
+
+
+_TYPESTR = {torch.float32: "<f4", torch.float16: "<f2", torch.float64: "<f8",
+            torch.int32: "<i4", torch.int64: "<i8", torch.int16: "<i2", torch.int8: "|i1",
+            torch.uint8: "|u1", torch.bfloat16: "<i2"}
+
+
+class _DeviceArray:
+    """A ``__cuda_array_interface__`` over raw device memory, for ``torch.as_tensor``."""
+
+    def __init__(self, address, shape, strides, typestr):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "strides": tuple(strides),
+                                         "typestr": typestr, "data": (address, False),
+                                         "version": 3}
+
+
+def _tensor(address, shape, strides, dtype, device):
+    if dtype not in _TYPESTR:
+        raise ValueError(f"the aliased backend cannot hold {dtype}")
+    tensor = torch.as_tensor(_DeviceArray(address, shape, strides, _TYPESTR[dtype]), device=device)
+    return tensor.view(torch.bfloat16) if dtype == torch.bfloat16 else tensor
+
+
+def _release(mappings, handles, reservation, size, strict):
+    """Unmap, release and free, in that order. After a device fault the context is gone and the
+    process is about to end, so there (``strict`` False) failures are not reported."""
+    from cuda.bindings import driver
+    calls = [("cuMemUnmap", driver.CUdeviceptr(address), length)
+             for address, length in reversed(mappings)]
+    calls += [("cuMemRelease", handle) for handle in handles]
+    if reservation is not None:
+        calls.append(("cuMemAddressFree", reservation, size))
+    for name, *args in calls:
+        try:
+            _call(name, *args)
+        except VirtualMemoryError:
+            if strict:
+                raise
+
+
 BACKENDS = {
     "lazy-host": LazyHostMemory,
+    "aliased-device": AliasedDeviceMemory,
     "dense-device": DenseDeviceMemory,
 }
 

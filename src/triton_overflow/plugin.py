@@ -9,11 +9,12 @@ Disable it with ``-p no:triton_overflow``.
 """
 
 import json
+import os
 from collections import defaultdict
 
 import pytest
 
-from triton_overflow import mode
+from triton_overflow import devices, mode
 
 MARKERS = {
     "correctness": "kernels against their float64 reference (interpreter on a CPU, native on a GPU)",
@@ -56,6 +57,10 @@ def pytest_addoption(parser):
     group.addoption("--dense-huge", action="store_true", default=False,
                     help="also run the GPU huge cases on dense device memory (9-18 GiB each); "
                     "by default they run on virtual memory only")
+    group.addoption("--sanitize", action="store_true", default=False,
+                    help="when a GPU huge case fails, run it again with Triton's overflow "
+                    "sanitizer (TRITON_DEBUG=1) and put the kernel, line and operation it "
+                    "reports in the failure")
     group.addoption("--detector-report", metavar="PATH", default=None,
                     help="write the kernel x detector outcomes of this run as JSON to PATH")
     parser.addini("overflow_mode", "where kernels run (auto, interpreter, device)", default="auto")
@@ -64,6 +69,11 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        devices.pin_worker(worker)  # before anything in this process starts CUDA
+    else:
+        devices.start_run()
     requested = config.getoption("--overflow-mode") or config.getini("overflow_mode") or "auto"
     config._overflow_mode = mode.configure(requested)
     config._overflow_cells = defaultdict(list)
@@ -79,7 +89,7 @@ def pytest_report_header(config):
                                                                "python"))
     lines = [f"triton-overflow: GPU: {facts['GPU']}", f"triton-overflow: versions: {versions}",
              f"triton-overflow: kernels run {'in the interpreter' if mode.interpreted() else 'natively'}"
-             f"; hypothesis profile: {settings.get_current_profile_name()} "
+             f"; hypothesis profile: {_profile_name(settings)} "
              f"(choose with --hypothesis-profile)"]
     for tier, problem in _unavailable_tiers().items():
         lines.append(f"triton-overflow: {tier} cannot run here: {problem}")
@@ -88,6 +98,11 @@ def pytest_report_header(config):
     except compat.UnsupportedTriton as error:
         lines.append(f"triton-overflow: {error}")
     return lines
+
+
+def _profile_name(settings):
+    getter = getattr(settings, "get_current_profile_name", None)
+    return getter() if getter else getattr(settings, "_current_profile", "default")
 
 
 def _unavailable_tiers():
@@ -151,6 +166,13 @@ def pytest_runtest_makereport(item, call):
     if cells:
         # Carried on the report, so that with pytest-xdist the outcomes reach the controller.
         report.user_properties = [*report.user_properties, *cells]
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    ran = devices.ran_per_device()
+    if any(ran.values()):
+        terminalreporter.write_line("triton-overflow: huge cases per GPU: " + ", ".join(
+            f"{device}: {count}" for device, count in ran.items()))
 
 
 def _peak(item):

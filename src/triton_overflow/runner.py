@@ -29,10 +29,13 @@ def planned_run(case, mode, device, is_interpreted):
                    run_poison_slots=case.run_poison_slots)
 
 
-def bytes_needed(case, run):
-    """The huge tensor plus the case's side inputs, with 1 GiB to spare for the launch."""
-    return (memory.tensor_bytes((run.layout.elements, ), case.dtype) + case.extra_bytes(run)
-            + memory.GIB)
+SPARE = {"lazy-host": memory.GIB, "dense-device": memory.GIB, "aliased-device": memory.GIB // 4}
+
+
+def bytes_needed(case, run, backend):
+    """The huge tensor on ``backend`` plus the case's side inputs, with room for the launch."""
+    estimate = memory.BACKENDS[backend].estimate(run.layout, case.dtype, run.planted_rows)
+    return estimate + case.extra_bytes(run) + SPARE[backend]
 
 
 def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
@@ -49,7 +52,7 @@ def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
         raise RuntimeError(f"backend {backend} cannot run with the interpreter "
                            f"{'on' if is_interpreted else 'off'}")
     run = planned_run(case, mode, allocator.device, is_interpreted)
-    shortfall = allocator.shortfall(bytes_needed(case, run), case=case.name)
+    shortfall = allocator.shortfall(bytes_needed(case, run, backend), case=case.name)
     if shortfall:
         return {"skipped": shortfall}
     kernels = importlib.import_module(case.module)
@@ -58,7 +61,8 @@ def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
     try:
         with allocator.reserve(run.layout, case.dtype, run.planted_rows) as huge:
             planted = plant(huge, run.layout, fill_background=allocator.fills_background,
-                            random_row=case.random_row, rows=run.planted_rows)
+                            random_row=case.random_row, rows=run.planted_rows,
+                            shared=allocator.background())
             inputs = case.prepare(huge, run)
             with _maybe(is_interpreted, lambda: only_programs(case.programs(run))), \
                     _maybe(wrap_check, int32_wrap_checked):
@@ -71,19 +75,28 @@ def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
             case.check(produced, huge, run, planted, **inputs)
     except torch.cuda.OutOfMemoryError as error:
         return {"skipped": f"out of device memory inside the case: {str(error).splitlines()[0]}"}
+    except memory.VirtualMemoryError as error:
+        if not error.out_of_memory:
+            raise
+        return {"skipped": f"out of device memory inside the case: {error}"}
     peak = allocator.peak_bytes()
     return {"layout": run.layout.describe(), "seconds": round(time.monotonic() - started, 2),
             "peak_gib": round(peak / memory.GIB, 3), "backend": backend}
 
 
-def plant(huge, layout, fill_background, random_row, rows):
+def plant(huge, layout, fill_background, random_row, rows, shared=None):
     """Row 0 random, the checked rows copies of it, the poison rows other data; CPU copies back.
 
     With ``fill_background`` every other row is filled with random data too, so that a read
-    from any wrong row shows; lazy host memory leaves them untouched (zero pages cost nothing).
+    from any wrong row shows; with ``shared`` (the memory every unplanted row of a virtual
+    tensor shares) that memory is; lazy host memory leaves them untouched (zero pages cost
+    nothing).
     """
     device = huge.device
     width = layout.vocab
+    if shared is not None:
+        shared.copy_(random_row(torch.Generator(device).manual_seed(PLANT_SEED + 1),
+                                shared.numel()).to(shared.dtype))
     if fill_background:
         background = torch.Generator(device).manual_seed(PLANT_SEED + 1)
         chunk = max(1, 2**28 // width)

@@ -24,6 +24,7 @@ does not. Every huge case runs in a child process.
 """
 
 import functools
+import re
 import signal
 import types
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import ClassVar
 
 import pytest
 
-from triton_overflow import mode
+from triton_overflow import devices, mode
 from triton_overflow.cases import (OVERFLOWS, SAFE, CompileSpec, RowsCase, case_reference,
                                    validate_case)
 from triton_overflow.isolation import run_isolated
@@ -202,18 +203,71 @@ def lint_module(module, twins):
 
 # --- huge cases ---------------------------------------------------------------------------
 
-def run_huge(case, wrap, backend, twin=False, wrap_check=False, widening=None):
-    """Run ``case`` in a child process; the ``Outcome``, or a skip with the child's reason."""
-    interpreted = backend == "lazy-host"
-    outcome = run_isolated(
-        "triton_overflow.runner:run_case",
-        dict(case=case_reference(case), mode=wrap, backend=backend, twin=twin,
-             wrap_check=wrap_check, widening=widening),
-        mode=mode.INTERPRETER if interpreted else mode.DEVICE, timeout=900)
+def run_huge(case, wrap, backend, twin=False, wrap_check=False, widening=None, env=None):
+    """Run ``case`` in a child process; the ``Outcome``, or a skip with the reason. A device
+    case first reserves its memory on a GPU of the run (``devices``)."""
+    arguments = dict(case=case_reference(case), mode=wrap, backend=backend, twin=twin,
+                     wrap_check=wrap_check, widening=widening)
+    if backend == "lazy-host":
+        outcome = run_isolated("triton_overflow.runner:run_case", arguments,
+                               mode=mode.INTERPRETER, env=env, timeout=900)
+    else:
+        from triton_overflow.runner import bytes_needed, planned_run
+        needed = bytes_needed(case, planned_run(case, wrap, "cpu", False), backend)
+        try:
+            with devices.reserve(needed, f"{case.name} {wrap} {backend}") as gpu:
+                child_env = dict(env or {})
+                if gpu is not None:
+                    child_env["CUDA_VISIBLE_DEVICES"] = gpu
+                outcome = run_isolated("triton_overflow.runner:run_case", arguments,
+                                       mode=mode.DEVICE, env=child_env, timeout=900)
+        except devices.NeverFits as reason:
+            pytest.skip(str(reason))
     if outcome.status == "passed" and isinstance(outcome.value, dict) and \
             "skipped" in outcome.value:
         pytest.skip(outcome.value["skipped"])
     return outcome
+
+
+_SANITIZER_LINE = re.compile(r"(?P<file>\S+\.py):(?P<line>\d+): (?P<function>\S+): block: "
+                             r"\[(?P<block>[^\]]*)\], thread: \[(?P<thread>[^\]]*)\] Assertion "
+                             r"`(?P<message>[^`]*overflow[^`]*)` failed")
+
+
+def sanitizer_report(case, wrap, backend, twin=False):
+    """Run the case again under Triton's overflow sanitizer (``TRITON_DEBUG=1``); one line per
+    kernel line it stopped at: file:line, kernel, operation, the first block and thread."""
+    from triton_overflow.lint.report import shown
+    from triton_overflow.twin import twin_origin
+    outcome = run_huge(case, wrap, backend, twin=twin, env={"TRITON_DEBUG": "1"})
+    reports = {}
+    for match in _SANITIZER_LINE.finditer(outcome.output):
+        file, line = match["file"], int(match["line"])
+        origin = twin_origin(file)
+        key = (origin or file, line, match["message"])
+        if key in reports:
+            reports[key][1] += 1
+            continue
+        kernel = match["function"] if match["function"] != "unknown" else \
+            _function_at(file, line)
+        reports[key] = [f"{shown(origin or file)}:{line}: {kernel}: {match['message']}",
+                        1, f"first at block [{match['block']}], thread [{match['thread']}]",
+                        " [int32 twin]" if origin else ""]
+    lines = [f"{text} ({where}; {count} report{'s' if count > 1 else ''}){twin}"
+             for text, count, where, twin in reports.values()]
+    return "\n".join(lines) or f"the sanitizer reported nothing ({outcome.summary()})"
+
+
+def _function_at(file, line):
+    """The function whose body holds ``file:line``."""
+    import ast
+    try:
+        tree = ast.parse(Path(file).read_text())
+    except (OSError, SyntaxError):
+        return "unknown kernel"
+    inside = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+              and node.lineno <= line <= node.end_lineno]
+    return min(inside, key=lambda n: n.end_lineno - n.lineno).name if inside else "unknown kernel"
 
 
 def gpu_caught(outcome):
@@ -271,6 +325,9 @@ def _test_gpu_huge_case(self, case, wrap, backend, request):
                     f"caught ({outcome.summary()}): if it is fixed, declare it SAFE")
     if isinstance(outcome.value, dict):
         request.node.user_properties.append(("case", outcome.value))
+    if outcome.status != "passed" and request.config.getoption("--sanitize"):
+        pytest.fail(f"{outcome.summary()}\nTriton's overflow sanitizer (TRITON_DEBUG=1):\n"
+                    f"{sanitizer_report(case, wrap, backend)}\n{outcome.output}")
     assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
 
 

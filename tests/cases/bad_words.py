@@ -123,8 +123,9 @@ class BadWordTokensTableCase(SlotTableCase):
                 "logits": torch.zeros(rows, self.vocab_size, device=device)}
 
     def launch(self, kernels, table, run, *, logits, **tables):
+        # The launcher's value checks would read the whole huge table.
         kernels.apply_bad_words(logits, **tables, max_num_bad_words=1,
-                                check_values=not run.interpreted)
+                                check_values=False)
         return logits
 
     def expected_row(self, table_row, slot, **inputs):

@@ -82,7 +82,8 @@ class AllowedIdsTableCase(SlotTableCase):
                 "num_stop_token_ids": count(0), "stop_token_ids": column(0)}
 
     def launch(self, kernels, table, run, *, source, logits, **arguments):
-        kernels.apply_logit_bias(logits, **arguments, check_values=not run.interpreted)
+        # The launcher's value checks would read the whole huge table.
+        kernels.apply_logit_bias(logits, **arguments, check_values=False)
         return logits
 
     def expected_row(self, table_row, slot, *, source, **inputs):

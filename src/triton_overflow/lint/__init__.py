@@ -10,6 +10,7 @@ Exit codes: 0 every kernel checked and no findings; 1 findings (whatever else ha
 2 nothing found, nothing checked, or some kernels not checked and no findings.
 """
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,39 +70,67 @@ def check_kernel(kernel, facts=None):
     result = KernelResult(kernel.name, kernel.file, kernel.line)
     findings = {}
     errors = []
-    for constexprs in kernel_plan.constexpr_variants:
+    for variant in kernel_plan.constexpr_variants:
+        variant_types, constexprs = _apply_variant(types, variant)
         try:
-            module, context = compile_ttir(kernel.jit, types, constexprs)
+            module, context = _compile(kernel.jit, variant_types, constexprs)
         except Exception as error:  # noqa: BLE001 - a flag combination may not compile
             errors.append(error)
             continue
         result.variants += 1
-        for finding in find_products(build_graph(module, context), kernel.name, facts):
+        graph = build_graph(module, context, _arguments(kernel.jit, variant_types))
+        for finding in find_products(graph, kernel.name, facts):
             findings.setdefault(finding.key, finding)
     if not result.variants:
         raise KernelNotChecked(describe_error(errors[0] if errors else first_error))
-    result.findings = sorted(findings.values(), key=lambda f: (f.file, f.line, f.column))
+    result.findings = sorted(findings.values(), key=lambda f: (f.file, f.line, f.product))
     return result
+
+
+def _apply_variant(types, variant):
+    """(types, constexprs) of one variant: a pointer the variant sets to None is launched as
+    None, which Triton makes a constexpr."""
+    from triton_overflow.lint.signature import POINTER
+    types = dict(types)
+    constexprs = {}
+    for name, value in variant.items():
+        if value is POINTER:
+            continue
+        if value is None and types.get(name, "").startswith("*"):
+            types[name] = "constexpr"
+        constexprs[name] = value
+    return types, constexprs
+
+
+def _compile(jit, types, constexprs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Triton's deprecation warnings are not ours to print
+        return compile_ttir(jit, types, constexprs)
 
 
 def check_launch(kernel, record):
     """The ``KernelResult`` of one kernel compiled exactly as ``record`` says it was launched."""
-    module, context = compile_ttir(kernel.jit, record.signature, record.constexprs)
+    module, context = _compile(kernel.jit, record.signature, record.constexprs)
     facts = LaunchFacts(grid=record.grid, ints=dict(record.ints), tables=dict(record.tables))
     result = KernelResult(kernel.name, kernel.file, kernel.line, variants=1, launch=record.label)
-    result.findings = find_products(build_graph(module, context), kernel.name, facts)
+    graph = build_graph(module, context, _arguments(kernel.jit, record.signature))
+    result.findings = find_products(graph, kernel.name, facts)
     return result
+
+
+def _arguments(jit, types):
+    """The kernel's runtime arguments, in order: every parameter that is not a constexpr."""
+    return [p.name for p in jit.params if types.get(p.name) != "constexpr"]
 
 
 def _first_compiling_types(kernel, kernel_plan):
     """The inferred types, or the first fallback typing whose default variant compiles."""
-    first = kernel_plan.constexpr_variants[0]
     candidates = [kernel_plan.types] + [{**kernel_plan.types, **fallback}
                                        for fallback in kernel_plan.pointer_fallbacks]
     first_error = None
     for types in candidates:
         try:
-            compile_ttir(kernel.jit, types, first)
+            _compile(kernel.jit, *_apply_variant(types, kernel_plan.constexpr_variants[0]))
             return types, None
         except Exception as error:  # noqa: BLE001 - try the next typing
             first_error = first_error or error

@@ -65,7 +65,7 @@ def find_products(graph, kernel_name, ranges_env=None):
             if finding is not None:
                 findings.setdefault(finding.key, finding)
         stack.extend(flow.sources(value))
-    return sorted(findings.values(), key=lambda f: (f.file, f.line, f.column))
+    return sorted(findings.values(), key=lambda f: (f.file, f.line, f.product))
 
 
 def _sink_offsets(graph, flow):
@@ -128,7 +128,9 @@ def _product_finding(op, flow, static, ranges, kernel_name):
     if bound is not None and bound < INT32_LIMIT:
         return None  # provably small: constants and block offsets
     file, line, column = op.location
-    product, left, right = product_parts(file, line, column, shift=op.name == "arith.shli")
+    nested = tuple(_is_product_on_line(flow, operand, line) for operand in op.operands[:2])
+    product, left, right = product_parts(file, line, column, shift=op.name == "arith.shli",
+                                         nested=nested)
     if suppressed(file, line, product):
         return None
     described = tuple(" and ".join(sorted(o.describe() for o in side)) or "constant"
@@ -136,6 +138,21 @@ def _product_finding(op, flow, static, ranges, kernel_name):
     headroom, largest = (ranges or static).headroom(op, (left, right))
     return Finding(file=file, line=line, kernel=kernel_name, product=product,
                    operands=described, column=column, headroom=headroom, largest=largest)
+
+
+def _is_product_on_line(flow, value, line):
+    """Whether ``value`` is itself a product written on ``line`` (``a * b`` in ``a * b * c``)."""
+    for _ in range(8):
+        op, _ = flow.producer(value)
+        if op is None:
+            return False
+        if op.name in PRODUCTS:
+            return op.location[1] == line
+        if op.name not in ("arith.extsi", "arith.extui", "tt.splat", "tt.broadcast",
+                           "tt.expand_dims"):
+            return False
+        value = op.operands[0]
+    return False
 
 
 # --- the source: products as written, and bounded markers --------------------------------
@@ -153,8 +170,11 @@ def product_expression(file, line, column, shift=False):
     return product_parts(file, line, column, shift)[0]
 
 
-def product_parts(file, line, column, shift=False):
-    """(the product, its left side, its right side) as written at ``file:line:column``."""
+def product_parts(file, line, column, shift=False, nested=None):
+    """(the product, its left side, its right side) as written at ``file:line:column``.
+
+    ``nested`` says which operands are themselves products on the line, which tells
+    ``(a * b) * c`` from ``a * b`` where Triton versions place the column differently."""
     text = linecache.getline(file, line)
     tree = _source_tree(file) if text else None
     wanted = (ast.LShift, ) if shift else (ast.Mult, )
@@ -166,6 +186,9 @@ def product_parts(file, line, column, shift=False):
             elif isinstance(node, ast.AugAssign) and isinstance(node.op, wanted):
                 candidates.append((node, node.value))
     on_line = [(n, r) for n, r in candidates if n.lineno <= line <= n.end_lineno]
+    if nested is not None:
+        shaped = [(n, r) for n, r in on_line if sorted(_sides_nested(n, wanted)) == sorted(nested)]
+        on_line = shaped or on_line
     chosen = (_innermost([n for n, r in on_line if _contains(r, line, column)])
               or _innermost([n for n, r in on_line if _contains(n, line, column)])
               or (on_line[0][0] if len(on_line) == 1 else None))
@@ -179,6 +202,11 @@ def product_parts(file, line, column, shift=False):
     if isinstance(chosen, ast.AugAssign):
         return written(chosen), written(chosen.target), written(chosen.value)
     return written(chosen) or text.strip(), written(chosen.left), written(chosen.right)
+
+
+def _sides_nested(node, wanted):
+    sides = (node.target, node.value) if isinstance(node, ast.AugAssign) else (node.left, node.right)
+    return tuple(isinstance(side, ast.BinOp) and isinstance(side.op, wanted) for side in sides)
 
 
 def _contains(node, line, column):

@@ -198,12 +198,16 @@ def _tolerant_load(file, tree, first_error):
     sys.modules[synthetic] = module
     left_out = []
     for statement in tree.body:
-        code = compile(ast.Module(body=[statement], type_ignores=[]), str(file), "exec")
         try:
-            exec(code, module.__dict__)
+            _run(statement, file, module)
         except Exception as error:  # noqa: BLE001 - the statement is left out, and said so
             if isinstance(statement, (ast.Import, ast.ImportFrom)):
                 _bind_triton_names(statement, module)
+            elif isinstance(statement, ast.FunctionDef) and _without_failing_decorators(
+                    statement, file, module):
+                left_out.append(f"the decorators of {statement.name} at line "
+                                f"{statement.lineno} other than Triton's own")
+                continue
             left_out.append(f"line {statement.lineno} ({type(error).__name__}: "
                             f"{str(error).splitlines()[0] if str(error) else ''})")
     reason = f"{type(first_error).__name__}: {first_error}" if first_error else "import failed"
@@ -212,6 +216,27 @@ def _tolerant_load(file, tree, first_error):
         return None, f"cannot import it: {reason}"
     return module, ("imported statement by statement, because importing it failed (" + reason
                     + "); left out: " + ", ".join(left_out))
+
+
+def _run(statement, file, module):
+    exec(compile(ast.Module(body=[statement], type_ignores=[]), str(file), "exec"),
+         module.__dict__)
+
+
+def _without_failing_decorators(function, file, module):
+    """Define ``function`` with Triton's own decorators only (an engine's wrapper failed)."""
+    kept = [d for d in function.decorator_list if _is_triton_decorator(d)]
+    if not kept or len(kept) == len(function.decorator_list):
+        return False
+    original = function.decorator_list
+    function.decorator_list = kept
+    try:
+        _run(function, file, module)
+        return True
+    except Exception:  # noqa: BLE001 - left out after all
+        return False
+    finally:
+        function.decorator_list = original
 
 
 def _bind_triton_names(statement, module):

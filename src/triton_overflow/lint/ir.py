@@ -21,8 +21,9 @@ _OP_NAME = re.compile(r"^(?:(?:%[\w.$-]+(?::\d+)?)(?:\s*,\s*%[\w.$-]+(?::\d+)?)*
 _INT_CONSTANT = re.compile(r"arith\.constant\s+(?:dense<)?(-?\d+|true|false)>?\s*:\s*"
                            r"(?:tensor<[^>]*x)?(i\d+)")
 _AXIS = re.compile(r"tt\.get_(?:program_id|num_programs)\s+(x|y|z)\b")
-_CALLEE = re.compile(r"tt\.call\s+@([\w.$-]+)\(")
-_FUNC = re.compile(r"^tt\.func\s+(?:public|private|nested)?\s*@([\w.$-]+)\((.*)\)\s*"
+_SYMBOL = r"(\"[^\"]+\"|[\w.$-]+)"
+_CALLEE = re.compile(r"tt\.call\s+@" + _SYMBOL + r"\(")
+_FUNC = re.compile(r"^tt\.func\s+(?:public|private|nested)?\s*@" + _SYMBOL + r"\((.*)\)\s*"
                    r"(?:->.*?)?\s*(?:attributes\s*\{.*\})?\s*\{$")
 
 
@@ -75,7 +76,8 @@ class Graph:
 
 
 def compile_ttir(jit_function, signature, constexprs, attrs=None):
-    """The TTIR module (Triton's object) of ``jit_function`` for an sm_90 target."""
+    """The TTIR module (Triton's object) of ``jit_function`` for an sm_90 target, helpers
+    inlined and block pointers rewritten, but not otherwise optimised (``compat``)."""
     from triton._C.libtriton import ir
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -89,12 +91,12 @@ def compile_ttir(jit_function, signature, constexprs, attrs=None):
     backend.load_dialects(context)
     source = ASTSource(jit_function, signature, constexprs=constexprs, attrs=attrs or {})
     module = compat.make_ir(source, target, options, backend, context)
-    module = backend.make_ttir(module, {}, options, 90)
-    return module, context
+    return compat.analysis_passes(module), context
 
 
-def build_graph(module, context=None):
-    """The ``Graph`` of a compiled TTIR module."""
+def build_graph(module, context=None, kernel_parameters=None):
+    """The ``Graph`` of a compiled TTIR module; ``kernel_parameters`` names the public
+    function's arguments (Triton 3.4 prints them as %arg0, %arg1, ...)."""
     walked = []
     module.walk(walked.append)
     printed = _printed_ops(module.str())
@@ -135,6 +137,8 @@ def build_graph(module, context=None):
     for op in graph.ops:
         if op.name == "tt.func":
             symbol, names = _function_signature(op.text)
+            if kernel_parameters is not None and op.text.startswith("tt.func public"):
+                names = list(kernel_parameters)
             graph.functions[symbol] = (op.index, names)
     return graph
 
@@ -226,7 +230,8 @@ def _read_attributes(node, text, op):
         node.axis = "xyz".index(match.group(1)) if match else 0
     elif node.name == "tt.call":
         match = _CALLEE.search(text)
-        node.callee = match.group(1) if match else op.get_flat_symbol_ref_attr("callee")
+        node.callee = match.group(1).strip('"') if match else \
+            op.get_flat_symbol_ref_attr("callee")
 
 
 def _function_signature(text):
@@ -238,9 +243,9 @@ def _function_signature(text):
         argument = argument.strip()
         if not argument:
             continue
-        named = re.search(r"loc\(\"([^\"]+)\"", argument)
+        named = re.search(r"loc\(\"([^\"]+)\"\(", argument)
         names.append(named.group(1) if named else argument.split(":")[0].strip().lstrip("%"))
-    return match.group(1), names
+    return match.group(1).strip('"'), names
 
 
 def _split_top_level(text):

@@ -75,7 +75,11 @@ class Ranges:
         known = [s for s in sides if s is not None and s[0] == s[1] and s[0] != 0]
         if len(known) == 1 and op.name == "arith.muli":
             constant = abs(known[0][0])
-            other = names[0] if sides[0] is None or sides[0] != known[0] else names[1]
+            written = [name.strip("() ") for name in names]
+            if str(known[0][0]) in written:  # the source order may differ from the operands'
+                other = names[1 - written.index(str(known[0][0]))]
+            else:
+                other = names[0] if sides[0] != known[0] else names[1]
             text = f"wraps once {other} reaches 2**31 / {constant} = {-(-INT32_LIMIT // constant):,}"
         else:
             text = f"wraps once {names[0]} x {names[1]} reaches 2**31"
@@ -144,6 +148,14 @@ class Ranges:
 
 
 def _binary(name, a, b):
+    if name in ("arith.remsi", "arith.remui") and b is not None and b[0] > 0:
+        if a is None or a[0] < 0:
+            return (-(b[1] - 1), b[1] - 1) if name == "arith.remsi" or a is not None else \
+                (0, b[1] - 1)
+        return (0, min(a[1], b[1] - 1))
+    if name == "arith.andi":
+        limits = [side[1] for side in (a, b) if side is not None and side[0] >= 0]
+        return (0, min(limits)) if limits else None
     if a is None or b is None:
         return None
     if name == "arith.addi":
@@ -167,13 +179,6 @@ def _binary(name, a, b):
             return None
         corners = [int(x / y) for x in a for y in b]
         return (min(corners), max(corners) + (1 if name == "arith.ceildivsi" else 0))
-    if name in ("arith.remsi", "arith.remui"):
-        if b[0] <= 0:
-            return None
-        return (0 if a[0] >= 0 else -(b[1] - 1), b[1] - 1)
-    if name == "arith.andi":
-        limits = [side[1] for side in (a, b) if side[0] >= 0]
-        return (0, min(limits)) if limits else None
     return None
 
 

@@ -25,7 +25,7 @@ def finding_line(finding, root=None):
 
 def as_text(report, paths=(), root=None):
     lines = [f"note: {note}" for note in report.notes]
-    ordered = sorted(report.findings, key=lambda f: (f.file, f.line, f.column, f.kernel))
+    ordered = sorted(report.findings, key=lambda f: (f.file, f.line, f.product, f.kernel))
     lines += [finding_line(f, root) for f in ordered]
     lines += [problem.format(root) for problem in report.problems]
     checked = len(report.results)
@@ -86,7 +86,6 @@ def as_sarif(report, root=None):
         "runs": [{
             "tool": {"driver": {
                 "name": "triton-overflow", "version": __version__,
-                "informationUri": "https://github.com/triton-overflow-suite/triton-overflow-suite",
                 "rules": [
                     {"id": RULE, "name": "Int32OffsetProduct",
                      "shortDescription": {"text": "i32 multiply feeds a pointer offset"},

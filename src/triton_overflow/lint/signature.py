@@ -37,6 +37,7 @@ _INT_CALLS = {"histogram", "rand", "randint", "randn", "randint4x", "rand4x", "r
 _INT_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 MAX_COMBINATIONS = 16
 BLOCK_DEFAULT = 128
+POINTER = "<pointer>"  # in a variant: the parameter stays a pointer (not None)
 
 
 @dataclass
@@ -72,7 +73,10 @@ def plan(jit_function, configs=None):
         elif annotation:
             types[name] = annotation
         elif name in usage.pointers:
-            types[name] = "*i32" if name in usage.int_pointers else "*fp32"
+            types[name] = ("*i32" if name in usage.int_pointers else
+                           "*i1" if name in usage.bool_pointers else "*fp32")
+            if None in usage.compared.get(name, ()):
+                choices[name] = [POINTER, None]  # launched with None too: analyse both
         elif name in usage.floats:
             types[name] = "fp32"
         else:
@@ -169,6 +173,8 @@ class _Usage:
         self.depth = depth
         self.assigned = {}  # local name -> [value expressions]
         self.pointers, self.int_pointers, self.ambiguous = set(), set(), set()
+        self.bool_pointers = set()
+        self._bool_uses = set()
         self.floats, self.maybe_floats = set(), set()
         self.flags, self.blocks, self.dtypes, self.compared = set(), set(), set(), {}
         self.notes = []
@@ -276,6 +282,8 @@ class _Usage:
             if name in self._int_uses:
                 self.floats.discard(name)
         self.int_pointers = {p for p in self.pointers if self._int_loaded(p)}
+        self.bool_pointers = {p for p in self.pointers - self.int_pointers
+                              if self._loaded_as(p, self._bool_uses)}
 
     def _read_call(self, node):
         name = _call_name(node)
@@ -299,6 +307,8 @@ class _Usage:
         elif name in _INT_CALLS:
             for arg in node.args:
                 self._mark_int(arg)
+        elif name == "where" and node.args and isinstance(node.args[0], ast.Name):
+            self._bool_uses.add(node.args[0].id)
         elif name in _FLOAT_CALLS:
             for arg in node.args:
                 self.maybe_floats |= {n for n in _names(arg) if n in self.params}
@@ -449,11 +459,25 @@ class _Usage:
         return True
 
     def _read_condition(self, test):
-        for node in ast.walk(test):
-            if isinstance(node, ast.Name) and node.id in self.params:
-                if isinstance(test, ast.Name) or (isinstance(test, ast.UnaryOp)) or \
-                        isinstance(test, ast.BoolOp):
+        """Names tested for truth directly (``if x``, ``not x``, ``x and y``) are flags."""
+        direct = [test]
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            direct = [test.operand]
+        elif isinstance(test, ast.BoolOp):
+            direct = list(test.values)
+        for node in direct:
+            if isinstance(node, ast.Name):
+                self._bool_uses.add(node.id)
+                if node.id in self.params:
                     self.flags.add(node.id)
+
+    def _loaded_as(self, pointer, uses):
+        """A variable loaded from ``pointer`` (and not converted on the way) has one of ``uses``."""
+        for name in uses:
+            if name in self.assigned and pointer in self._loaded_from(ast.Name(id=name)) and \
+                    self._directly_int(name, pointer):
+                return True
+        return False
 
     def _read_compare(self, node):
         left = node.left

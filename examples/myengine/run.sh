@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Use triton-overflow-suite as a kernel team would: a fresh virtual environment, the suite
+# installed from its path (not editable), this package installed, and pytest, the static check
+# and the validation report run from this directory with no PYTHONPATH.
+#
+#   examples/myengine/run.sh [VENV_DIR]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+suite=$(cd "$here/../.." && pwd)
+venv=${1:-$(mktemp -d)/venv}
+unset PYTHONPATH TRITON_INTERPRET
+echo "example: installing the suite and myengine into $venv"
+python3 -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -r "$suite/ci/requirements-cpu.txt"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "$suite"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -e "$here"
+cd "$here"
+export PATH="$venv/bin:$PATH"
+
+echo "example: the static check"
+triton-overflow lint src/myengine/sampling.py
+set +e
+triton-overflow lint src/myengine/softcap.py
+status=$?
+set -e
+if [ "$status" -ne 1 ]; then
+    echo "example: the static check should flag softcap.py (exit 1), got exit $status"
+    exit 1
+fi
+
+echo "example: the tests and the validation report"
+triton-overflow validate --out "$(mktemp -d)/report" -- -q

@@ -1,0 +1,1 @@
+"""A small engine's sampling kernels, written the way engines write them."""

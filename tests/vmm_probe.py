@@ -1,0 +1,88 @@
+"""Checks of the virtual-memory backend that the GPU self-tests run in child processes."""
+
+import torch
+import triton
+import triton.language as tl
+
+from triton_overflow.huge import HugeLayout, huge_layout
+from triton_overflow.memory import AliasedDeviceMemory
+
+
+@triton.jit
+def _read_before_kernel(x_ptr, out_ptr, back):
+    # An offset that starts in the guard below the tensor (back elements before it).
+    tl.store(out_ptr, tl.load(x_ptr - back))
+
+
+def _own_device_bytes():
+    """Device memory this process uses, from NVML (other processes share the device), or None."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    import os
+    pynvml.nvmlInit()
+    try:
+        index = int(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0])
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        for process in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+            if process.pid == os.getpid():
+                return process.usedGpuMemory
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def leak_cycles(cycles):
+    """This process's device memory before and after ``cycles`` reserve/release rounds (from
+    NVML; without it the device's free memory, which other processes move too)."""
+    layout = HugeLayout("negative", rows=64, vocab=2**17, row_stride=2**17, check_rows=(63, ),
+                        poison_rows=())
+    backend = AliasedDeviceMemory()
+    torch.cuda.init()
+    with backend.reserve(layout, torch.float32, (0, 63)) as tensor:
+        tensor[0].fill_(1.0)  # warm up: the first round creates the context's own pools
+    torch.cuda.synchronize()
+
+    def used():
+        own = _own_device_bytes()
+        return ("this process (NVML)", own) if own is not None else \
+            ("the device", -torch.cuda.mem_get_info()[0])
+
+    source, before = used()
+    for index in range(cycles):
+        with backend.reserve(layout, torch.float32, (0, 63)) as tensor:
+            tensor[63].fill_(float(index))
+    torch.cuda.synchronize()
+    return {"lost": used()[1] - before, "measured on": source, "cycles": cycles}
+
+
+def aliasing():
+    """Unplanted rows share one chunk; planted rows do not; the background view is that chunk."""
+    layout = huge_layout("negative", 2**17)
+    planted = (0, ) + layout.check_rows
+    backend = AliasedDeviceMemory()
+    with backend.reserve(layout, torch.float32, planted) as tensor:
+        tensor[5].fill_(1.0)
+        # Four 512 KiB rows fill a 2 MiB chunk: row 9001 sits where row 5 does in the shared one.
+        shared_seen = float(tensor[9001, 3])
+        tensor[0].fill_(2.0)
+        for row in layout.check_rows:
+            tensor[row].fill_(float(row))
+        planted_seen = [float(tensor[row, 7]) for row in planted]
+        backend.background().fill_(3.0)
+        background_seen = float(tensor[777, 11])
+        peak = backend.peak_bytes()
+    return {"shared": shared_seen, "planted": planted_seen, "background": background_seen,
+            "peak_mib": peak / 2**20, "elements": layout.elements}
+
+
+def guard_fault():
+    """A read 2**30 elements before the tensor lands in the unmapped guard: a device fault."""
+    layout = huge_layout("negative", 2**17)
+    backend = AliasedDeviceMemory()
+    out = torch.zeros(1, device="cuda")
+    with backend.reserve(layout, torch.float32, (0, )) as tensor:
+        _read_before_kernel[(1, )](tensor, out, 2**30)
+        torch.cuda.synchronize()
+    return float(out)
