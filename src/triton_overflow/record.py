@@ -8,9 +8,11 @@ once Triton is imported. Each launch is seen where both launch paths meet: ``run
 the interpreter never calls it.
 
 A record is one kernel compiled one way (argument types and constexpr values, as Triton
-specialises them: ints in int32 range are ``i32``, 1 is a constexpr), with the largest grid,
-the largest value of each int argument and the smallest and largest entry of each int table
-seen over its launches. ``lint --launches FILE`` compiles each exactly so.
+specialises them: ints in int32 range are ``i32``, 1 is a constexpr) and the distinct launches
+of it: the grid, the int arguments and the smallest and largest entry of each int table (up to
+``DISTINCT_LAUNCHES`` of them; further launches are folded into the last by taking maxima).
+``lint --launches FILE`` compiles each record exactly so and reports each finding's headroom at
+the launch that comes closest to 2**31.
 """
 
 import json
@@ -24,7 +26,8 @@ from pathlib import Path
 VARIABLE = "TRITON_OVERFLOW_RECORD"
 TABLE_RANGES_VARIABLE = "TRITON_OVERFLOW_RECORD_TABLES"
 TABLE_SCAN_LIMIT = 2**24  # int tables larger than this are not read (a huge case's own tensor)
-FORMAT_VERSION = 1
+DISTINCT_LAUNCHES = 64
+FORMAT_VERSION = 2
 
 
 def main(output, command, table_ranges=True):
@@ -47,7 +50,7 @@ def main(output, command, table_ranges=True):
         records = merge(Path(folder).glob("*.jsonl"))
     Path(output).write_text(json.dumps({"version": FORMAT_VERSION, "launches": records},
                                        indent=1) + "\n")
-    launches = sum(r["count"] for r in records)
+    launches = sum(launch["count"] for r in records for launch in r["launches"])
     print(f"record: {len(records)} kernel specialisations, {launches} launches -> {output}; "
           f"the command exited {status}")
     if not records:
@@ -57,36 +60,49 @@ def main(output, command, table_ranges=True):
 
 
 def merge(files):
-    """One record per kernel specialisation, with the largest facts of every process."""
-    merged = {}
+    """One record per kernel specialisation, with the launches of every process."""
+    latest = {}
     for file in files:
         for line in Path(file).read_text().splitlines():
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a process killed mid-write
-            key = (record["file"], record["kernel"], json.dumps(record["signature"],
-                   sort_keys=True), json.dumps(record["constexprs"], sort_keys=True),
-                   record.get("pid"))
-            merged[key] = record  # the last line of a process is its fullest
+            latest[(_key(record), record.get("pid"))] = record  # a process's last line is fullest
     combined = {}
-    for (file, kernel, signature, constexprs, _), record in merged.items():
-        key = (file, kernel, signature, constexprs)
+    for (key, _), record in latest.items():
         if key not in combined:
             combined[key] = {k: v for k, v in record.items() if k != "pid"}
         else:
-            _absorb(combined[key], record)
+            for launch in record["launches"]:
+                add_launch(combined[key], launch)
     return sorted(combined.values(), key=lambda r: (r["file"], r["kernel"]))
 
 
-def _absorb(into, record):
-    into["count"] += record["count"]
-    into["grid"] = [max(a, b) for a, b in zip(into["grid"], record["grid"])]
-    for name, value in record["ints"].items():
-        into["ints"][name] = max(into["ints"].get(name, value), value)
-    for name, (low, high) in record["tables"].items():
-        old = into["tables"].get(name, [low, high])
-        into["tables"][name] = [min(old[0], low), max(old[1], high)]
+def _key(record):
+    return (record["file"], record["kernel"], json.dumps(record["signature"], sort_keys=True),
+            json.dumps(record["constexprs"], sort_keys=True, default=str))
+
+
+def add_launch(record, launch):
+    """Add ``launch`` to ``record``; True when that changed what the record knows."""
+    for known in record["launches"]:
+        if all(known[k] == launch[k] for k in ("grid", "ints", "tables")):
+            known["count"] += launch["count"]
+            return False
+    if len(record["launches"]) < DISTINCT_LAUNCHES:
+        record["launches"].append(dict(launch))
+        return True
+    last = record["launches"][-1]
+    last["count"] += launch["count"]
+    last["grid"] = [max(a, b) for a, b in zip(last["grid"], launch["grid"])]
+    for name, value in launch["ints"].items():
+        last["ints"][name] = max(last["ints"].get(name, value), value)
+    for name, (low, high) in launch["tables"].items():
+        old = last["tables"].get(name, [low, high])
+        last["tables"][name] = [min(old[0], low), max(old[1], high)]
+    last["folded"] = True
+    return True
 
 
 # --- inside a recorded process ----------------------------------------------------------------
@@ -215,20 +231,15 @@ def _observe(kernel, args, kwargs, grid):
            json.dumps(constexprs, sort_keys=True, default=str))
     with _lock:
         record = _records.get(key)
-        changed = record is None
         if record is None:
             record = _records[key] = {
                 "kernel": function.__name__, "file": file,
                 "line": function.__code__.co_firstlineno, "module": function.__module__,
-                "signature": types, "constexprs": constexprs, "grid": grid, "ints": dict(ints),
-                "tables": dict(tables), "count": 0, "pid": os.getpid()}
-        record["count"] += 1
-        old = dict(grid=list(record["grid"]), ints=dict(record["ints"]),
-                   tables=dict(record["tables"]))
-        _absorb(record, {"count": 0, "grid": grid, "ints": ints, "tables": tables})
-        changed = changed or old != dict(grid=record["grid"], ints=record["ints"],
-                                         tables=record["tables"])
-        if changed or record["count"] in (2, 10, 100, 1000):
+                "signature": types, "constexprs": constexprs, "launches": [],
+                "pid": os.getpid()}
+        changed = add_launch(record, {"grid": grid, "ints": ints, "tables": tables, "count": 1})
+        total = sum(launch["count"] for launch in record["launches"])
+        if changed or total in (2, 10, 100, 1000):
             _write(record)
 
 

@@ -83,7 +83,7 @@ def write_twin(module, only=None):
     if not widenings:
         raise NoWidening(f"{path}: no int64 widening in any @triton.jit function; nothing to "
                          "undo (a kernel known to overflow has no twin)")
-    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    digest = hashlib.sha256(f"{text}{TWIN_MARKER}{path}".encode()).hexdigest()[:12]
     out_dir = Path(os.environ.get("OVERFLOW_TWIN_DIR", Path(tempfile.gettempdir()) / "int32-twins"))
     out_dir.mkdir(parents=True, exist_ok=True)
     twin_path = out_dir / f"{path.stem}_int32_twin_{digest}.py"

@@ -17,7 +17,6 @@ from pathlib import Path
 from triton_overflow.lint import discover
 from triton_overflow.lint.analysis import Finding, find_products
 from triton_overflow.lint.ir import build_graph, compile_ttir
-from triton_overflow.lint.ranges import LaunchFacts
 from triton_overflow.lint.signature import plan
 
 CLEAN, FINDINGS, NOT_CHECKED = 0, 1, 2
@@ -111,10 +110,15 @@ def _compile(jit, types, constexprs):
 def check_launch(kernel, record):
     """The ``KernelResult`` of one kernel compiled exactly as ``record`` says it was launched."""
     module, context = _compile(kernel.jit, record.signature, record.constexprs)
-    facts = LaunchFacts(grid=record.grid, ints=dict(record.ints), tables=dict(record.tables))
     result = KernelResult(kernel.name, kernel.file, kernel.line, variants=1, launch=record.label)
     graph = build_graph(module, context, _arguments(kernel.jit, record.signature))
-    result.findings = find_products(graph, kernel.name, facts)
+    worst = {}
+    for facts in record.launches or [None]:
+        for finding in find_products(graph, kernel.name, facts):
+            known = worst.get(finding.key)
+            if known is None or (finding.largest or 0) > (known.largest or 0):
+                worst[finding.key] = finding
+    result.findings = sorted(worst.values(), key=lambda f: (f.file, f.line, f.product))
     return result
 
 

@@ -21,15 +21,13 @@ class LaunchRecord:
     file: str
     signature: dict
     constexprs: dict
-    grid: tuple
-    ints: dict
-    tables: dict
+    launches: list  # [LaunchFacts], one per distinct launch
     count: int
 
     @property
     def label(self):
-        grid = "x".join(str(g) for g in self.grid)
-        return f"{self.count} launch{'es' if self.count != 1 else ''}, largest grid {grid}"
+        return (f"{self.count} launch{'es' if self.count != 1 else ''}, "
+                f"{len(self.launches)} distinct")
 
 
 def load(path):
@@ -43,12 +41,21 @@ def load(path):
                          f"{FORMAT_VERSION}")
     records = []
     for item in data["launches"]:
+        facts = [LaunchFacts(grid=tuple(launch["grid"]), ints=launch["ints"],
+                             tables={k: tuple(v) for k, v in launch["tables"].items()},
+                             where=_where(launch))
+                 for launch in item["launches"]]
         records.append(LaunchRecord(
             kernel=item["kernel"], file=item["file"], signature=item["signature"],
             constexprs={k: deserialise(v) for k, v in item["constexprs"].items()},
-            grid=tuple(item["grid"]), ints=item["ints"],
-            tables={k: tuple(v) for k, v in item["tables"].items()}, count=item["count"]))
+            launches=facts, count=sum(launch["count"] for launch in item["launches"])))
     return records
+
+
+def _where(launch):
+    grid = "x".join(str(g) for g in launch["grid"])
+    folded = ", the largest of several" if launch.get("folded") else ""
+    return f"at the recorded launch (grid {grid}{folded})"
 
 
 def lint_launches(path, narrow_to=()):
