@@ -88,9 +88,9 @@ def gumbel_block_argmax(
         col = 0
         if processed_col_ptr is not None:
             if PER_ROW_COL:
-                col = tl.load(processed_col_ptr + row).to(tl.int64)
+                col = tl.load(processed_col_ptr + row).to(tl.int64)  # overflow-lint: col * vocab_size bounded by K * V
             else:
-                col = tl.load(processed_col_ptr).to(tl.int64)
+                col = tl.load(processed_col_ptr).to(tl.int64)  # overflow-lint: col * vocab_size bounded by K * V
         tl.store(processed_ptr + req * processed_stride + col * vocab_size + vocab_ids, x,
                  mask=mask)
     if USE_FP64:

@@ -75,7 +75,7 @@ def _block_stats_kernel(
     row = tl.program_id(0).to(tl.int64)
     block = tl.program_id(1)
     # Widened: step * draft_stride_1 is small, but the sum with req * draft_stride_0 is not.
-    step = tl.load(local_pos_ptr + row).to(tl.int64)
+    step = tl.load(local_pos_ptr + row).to(tl.int64)  # overflow-lint: step * draft_stride_1 bounded by K * V
     if step >= num_steps:
         return
     # Widened: req * draft_stride_0 passes 2**31 for slots past 2**31 / (K * V).
@@ -149,7 +149,7 @@ def _verify_kernel(
     SYNTHETIC_MODE: tl.constexpr = False,
 ):
     # Widened with the rest: i * sampled_stride is small, but sums with int64 offsets below.
-    i = tl.program_id(0).to(tl.int64)
+    i = tl.program_id(0).to(tl.int64)  # overflow-lint: i * sampled_stride bounded by B * (K + 1)
     # Widened: the request's row start and slot multiply the logits and draft strides.
     req = tl.load(idx_mapping_ptr + i).to(tl.int64)
     start = tl.load(cu_num_logits_ptr + i).to(tl.int64)
@@ -231,10 +231,10 @@ def _resample_kernel(
     USE_FP64: tl.constexpr = False,
 ):
     # Widened with the rest: i * num_blocks is small, but sums with int64 offsets below.
-    i = tl.program_id(0).to(tl.int64)
+    i = tl.program_id(0).to(tl.int64)  # overflow-lint: i * num_blocks bounded by B * cdiv(V, 2048)
     block = tl.program_id(1)
     # Widened: step * draft_stride_1 is small, but the sum with req * draft_stride_0 is not.
-    step = (tl.load(num_sampled_ptr + i) - 1).to(tl.int64)
+    step = (tl.load(num_sampled_ptr + i) - 1).to(tl.int64)  # overflow-lint: step * draft_stride_1 bounded by K * V
     # Widened: the row start loaded from cu_num_logits multiplies the target stride.
     row = tl.load(cu_num_logits_ptr + i).to(tl.int64) + step
     bonus = (row == tl.load(cu_num_logits_ptr + i + 1).to(tl.int64) - 1).to(tl.int32)
@@ -279,7 +279,7 @@ def _insert_kernel(
     PADDED_BLOCKS: tl.constexpr = 256,
 ):
     # Widened with the rest: i * num_blocks and i * sampled_stride are small.
-    i = tl.program_id(0).to(tl.int64)
+    i = tl.program_id(0).to(tl.int64)  # overflow-lint: i * sampled_stride bounded by B * (K + 1)
     step = tl.load(num_sampled_ptr + i) - 1
     start = tl.load(cu_num_logits_ptr + i)
     bonus = start + step == tl.load(cu_num_logits_ptr + i + 1) - 1

@@ -247,7 +247,7 @@ def _top_k_top_p_kernel(
 ):
     pid = tl.program_id(0)
     # Widened: a program's scratch row starts at pid * SCRATCH.
-    program_scratch = scratch_ptr + pid.to(tl.int64) * SCRATCH
+    program_scratch = scratch_ptr + pid.to(tl.int64) * SCRATCH  # overflow-lint: pid * SCRATCH bounded by num_programs * SCRATCH
     lanes = tl.arange(0, SCRATCH)
     for row in tl.range(pid, n_rows, tl.num_programs(0)):
         # Widened: row * logits_stride passes 2**31 once B * V does.

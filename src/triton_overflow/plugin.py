@@ -27,8 +27,11 @@ MARKERS = {
     "covers(kernel, detector, role)": "the kernel x detector cell of the validation report "
                                       "this test fills",
     "memory_backend(name)": "the device memory backend a GPU huge case runs on",
+    "widening(detector)": "the widening x detector cell of the validation report this test fills",
+    "widening_site(where, kernel, text)": "the widening (file:line) a mutant test undoes",
 }
 CELL = "overflow-cell"
+WIDENING_CELL = "overflow-widening"
 DENSE = "dense-device"
 
 
@@ -77,6 +80,7 @@ def pytest_configure(config):
     requested = config.getoption("--overflow-mode") or config.getini("overflow_mode") or "auto"
     config._overflow_mode = mode.configure(requested)
     config._overflow_cells = defaultdict(list)
+    config._overflow_widenings = []
 
 
 def pytest_report_header(config):
@@ -163,6 +167,17 @@ def pytest_runtest_makereport(item, call):
                                  "outcome": report.outcome, "reason": reason, "detail": detail,
                                  "test": item.nodeid,
                                  "peak_gib": _peak(item)}))
+    site, widening = item.get_closest_marker("widening_site"), item.get_closest_marker("widening")
+    if site and widening and (report.when == "call" or (report.when == "setup" and
+                                                        report.outcome != "passed")):
+        reason = ""
+        if report.skipped and isinstance(report.longrepr, tuple):
+            reason = report.longrepr[2].removeprefix("Skipped: ")
+        elif report.failed:
+            reason = str(report.longrepr).strip().splitlines()[-1][:300]
+        cells.append((WIDENING_CELL, {**site.kwargs, "detector": widening.kwargs["detector"],
+                                      "outcome": report.outcome, "reason": reason,
+                                      "detail": detail, "test": item.nodeid}))
     if cells:
         # Carried on the report, so that with pytest-xdist the outcomes reach the controller.
         report.user_properties = [*report.user_properties, *cells]
@@ -190,6 +205,8 @@ def pytest_runtest_logreport(report):
         if name == CELL:
             cell = dict(cell)
             cells[(cell.pop("kernel"), cell.pop("detector"))].append(cell)
+        elif name == WIDENING_CELL:
+            _config_of(report)._overflow_widenings.append(dict(cell))
 
 
 _CONFIG = []
@@ -210,7 +227,8 @@ def pytest_sessionfinish(session, exitstatus):
         rows = [{"kernel": kernel, "detector": detector, "results": results}
                 for (kernel, detector), results in sorted(session.config._overflow_cells.items())]
         with open(path, "w") as handle:
-            json.dump({"exitstatus": int(exitstatus), "cells": rows}, handle, indent=1)
+            json.dump({"exitstatus": int(exitstatus), "cells": rows,
+                       "widenings": session.config._overflow_widenings}, handle, indent=1)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,9 @@ For every case this generates, each test filling one cell of the kernel x detect
   the wrap check in both, and in the aliased mode also without it, by the row comparison;
 * gpu aliased huge / gpu dense huge: the whole batch on a CUDA device, the huge tensor backed by
   virtual memory (a few MiB) or dense (9-18 GiB); the twin faults or gives a wrong row;
+* for every widening of a case's module, its mutant (that widening alone undone) caught by the
+  module's huge cases in the interpreter and on the GPU, unless a bounded marker on the
+  widening's line says its product cannot reach 2**31 (``widening_tests``);
 * for a ``RowsCase``, correctness and row-0 copy on a small batch (``small_batch_tests``);
 * for each ``CompileSpec`` in ``compile_specs``, the kernel compiles for sm_90 on the CPU.
 
@@ -73,6 +76,7 @@ class OverflowTests:
     compile_specs: ClassVar[list] = []
     small_batch_tests: ClassVar[bool] = True
     small_batch_rows: ClassVar[int] = 3
+    widening_tests: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -119,6 +123,17 @@ def _generate(cls):
                 _param(c, w, b, detector=GPU_DETECTORS[b], role="twin",
                        extra_marks=[gpu, huge, pytest.mark.memory_backend(b)])
                 for b in GPU_BACKENDS for c in safe for w in WRAP_MODES])(_fresh(_test_gpu_twin))
+    widenings = _widening_params(safe) if cls.widening_tests else []
+    if widenings:
+        tests["test_interpreter_huge_cases_catch_each_widening"] = pytest.mark.parametrize(
+            "module, widening", [pytest.param(*p.values, id=p.id, marks=[
+                *p.marks, pytest.mark.widening(detector="interpreter huge"), interp, huge])
+                for p in widenings])(_fresh(_test_widening_interpreter))
+        tests["test_gpu_huge_cases_catch_each_widening"] = pytest.mark.parametrize(
+            "module, widening", [pytest.param(*p.values, id=p.id, marks=[
+                *p.marks, pytest.mark.widening(detector="gpu aliased huge"), gpu, huge,
+                pytest.mark.memory_backend("aliased-device")])
+                for p in widenings])(_fresh(_test_widening_gpu))
     rows = [c for c in safe if isinstance(c, RowsCase)] if cls.small_batch_tests else []
     if rows:
         tests["test_small_batch_matches_reference"] = pytest.mark.parametrize("case", [
@@ -175,9 +190,11 @@ def _test_static_check_flags_twin(self, case, request):
 
 
 @functools.cache
-def lint_summary(module, twins):
-    """The static check of ``module`` (dotted), run in a child process without the interpreter."""
-    outcome = run_isolated("triton_overflow.tiers:lint_module", {"module": module, "twins": twins},
+def lint_summary(module, twins, widening=None):
+    """The static check of ``module`` (dotted; its twin, or with ``widening`` the mutant that
+    undoes only that widening), run in a child process without the interpreter."""
+    outcome = run_isolated("triton_overflow.tiers:lint_module",
+                           {"module": module, "twins": twins, "widening": widening},
                            mode=mode.COMPILE, timeout=600)
     if outcome.status != "passed":
         pytest.fail(f"the static check of {module} did not run: {outcome.summary()}\n"
@@ -185,19 +202,23 @@ def lint_summary(module, twins):
     return outcome.value
 
 
-def lint_module(module, twins):
+def lint_module(module, twins, widening=None):
     """Child side of ``lint_summary``: a JSON summary of the static check of one module."""
     import importlib.util
 
     from triton_overflow.lint import lint
     from triton_overflow.lint.report import as_text, shown
+    from triton_overflow.twin import write_twin
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin:
         raise LookupError(f"module {module} not found")
-    report = lint([spec.origin], twins=twins)
-    return {"exit": report.exit_code, "text": as_text(report, [spec.origin]),
+    path = spec.origin if widening is None else str(write_twin(spec.origin, only=widening))
+    report = lint([path], twins=twins)
+    origin = {path: spec.origin}
+    return {"exit": report.exit_code, "text": as_text(report, [path]),
             "kernels": [r.name for r in report.results],
-            "findings": [{"kernel": f.kernel, "where": f"{shown(f.file)}:{f.line}",
+            "findings": [{"kernel": f.kernel,
+                          "where": f"{shown(origin.get(f.file, f.file))}:{f.line}",
                           "product": f.product} for f in report.findings]}
 
 
@@ -336,6 +357,74 @@ def _test_gpu_twin(self, case, wrap, backend, request):
     outcome = run_huge(case, wrap, backend, twin=True)
     request.node.user_properties.append(("twin_outcome", outcome.summary()[:300]))
     assert gpu_caught(outcome), outcome.summary() + "\n" + outcome.output
+
+
+# --- per-widening mutants -----------------------------------------------------------------
+
+INTERPRETER_ORACLES = (("negative", True), ("aliased", True), ("aliased", False))
+GPU_ORACLES = (("negative", False), ("aliased", False))
+
+
+def _widening_params(cases):
+    from triton_overflow.twin import list_widenings
+    params = []
+    for module in dict.fromkeys(case.module for case in cases):
+        file = _module_file(module)
+        for index, widening in enumerate(list_widenings(file)):
+            where = f"{_shown(file)}:{widening.line}"
+            params.append(pytest.param(module, index, id=where, marks=[pytest.mark.widening_site(
+                where=where, kernel=_function_at(file, widening.line), text=widening.text)]))
+    return params
+
+
+def _test_widening_interpreter(self, module, widening, request):
+    """The mutant undoing only this widening is caught by a huge case in the interpreter."""
+    _catch_widening(self, module, widening, request, "lazy-host", INTERPRETER_ORACLES,
+                    lambda o: o.status == "failed" and o.error in ("Int32WrapError", "RowMismatch",
+                                                                  "AssertionError"))
+
+
+def _test_widening_gpu(self, module, widening, request):
+    """The mutant undoing only this widening is caught by a huge case on the GPU: an illegal
+    address or a wrong row, with no wrap check."""
+    _catch_widening(self, module, widening, request, "aliased-device", GPU_ORACLES, gpu_caught)
+
+
+def _catch_widening(test, module, widening, request, backend, oracles, caught):
+    """A mutant must be caught when the static check finds an i32 product in it (undoing the
+    widening exposes one) and no bounded marker on the widening's line says it stays small."""
+    from triton_overflow.lint.analysis import markers
+    from triton_overflow.twin import list_widenings
+    file = _module_file(module)
+    site = list_widenings(file)[widening]
+    bounded = markers(file, site.line)
+    if bounded:
+        product, reason = bounded[0]
+        _detail(request, f"bounded: {product} by {reason}")
+        return
+    exposed = lint_summary(module, False, widening)["findings"]
+    if not exposed:
+        _detail(request, "redundant: without it no i32 product reaches an address")
+        return
+    cases = [c for c in test.cases if c.module == module and c.expect == SAFE]
+    tried = []
+    for case in cases:
+        for wrap, wrap_check in oracles:
+            outcome = run_huge(case, wrap, backend, twin=True, wrap_check=wrap_check,
+                               widening=widening)
+            if caught(outcome):
+                how = "wrap check" if outcome.error == "Int32WrapError" else outcome.summary()
+                _detail(request, f"caught by {case.name} ({wrap}): {how[:120]}")
+                return
+            tried.append(f"{case.name} ({wrap}{', wrap check' if wrap_check else ''}): "
+                         f"{outcome.summary()[:160]}")
+    pytest.fail(f"the mutant undoing {site.text} at {_shown(file)}:{site.line} survived every "
+                f"huge case of {module}:\n  " + "\n  ".join(tried))
+
+
+def _shown(file):
+    from triton_overflow.lint.report import shown
+    return shown(file)
 
 
 # --- small batches ------------------------------------------------------------------------

@@ -37,13 +37,17 @@ def main(out, profile=None, pytest_args=()):
     if not report_path.exists():
         print(f"validate: pytest exited {code} without a detector report", flush=True)
         return 1
-    cells = json.loads(report_path.read_text())["cells"]
-    table, failures = build_table(cells)
+    detectors = json.loads(report_path.read_text())
+    table, failures = build_table(detectors["cells"])
+    widening_lines, widening_failures = widening_matrix(detectors.get("widenings", []))
+    failures += widening_failures
     facts = describe()
     lines = ["# Validation report", ""]
     lines += [f"- {name}: {value}" for name, value in facts.items()]
     lines += [f"- pytest exit status: {code}; wall time {seconds:.0f} s", ""]
     lines += markdown_table(table)
+    if widening_lines:
+        lines += ["", "## Every widening, undone alone (per-widening mutants)", ""] + widening_lines
     if failures:
         lines += ["", "## Failures", ""] + [f"- {failure}" for failure in failures]
     text = "\n".join(lines) + "\n"
@@ -87,6 +91,38 @@ def build_table(cells):
             parts = parts[:1]  # the same skip reason for both roles
         table.setdefault(kernel, {})[detector] = ", ".join(parts)
     return table, failures
+
+
+WIDENING_DETECTORS = ("interpreter huge", "gpu aliased huge")
+
+
+def widening_matrix(results):
+    """Markdown lines of the widening x detector matrix, and the survivors as failures."""
+    rows, failures = {}, []
+    for result in results:
+        key = (result["where"], result["kernel"], result["text"])
+        if result["outcome"] == "failed":
+            text = "SURVIVED"
+            failures.append(f"{result['test']}: {result['reason']}")
+        elif result["outcome"] == "skipped":
+            text = f"skipped: {result['reason']}"
+        else:
+            text = result.get("detail") or "caught"
+        rows.setdefault(key, {})[result["detector"]] = text.replace("|", "\\|")
+    if not rows:
+        return [], failures
+    columns = [d for d in WIDENING_DETECTORS if any(d in r for r in rows.values())]
+    lines = ["| widening | kernel | undone | " + " | ".join(columns) + " |",
+             "|---" * (len(columns) + 3) + "|"]
+    for (where, kernel, text), cells in sorted(rows.items(), key=lambda item: _site_order(item[0])):
+        lines.append(f"| {where} | {kernel} | `{text}` | "
+                     + " | ".join(cells.get(c, "-") for c in columns) + " |")
+    return lines, failures
+
+
+def _site_order(key):
+    file, _, line = key[0].rpartition(":")
+    return (file, int(line) if line.isdigit() else 0)
 
 
 def markdown_table(table):

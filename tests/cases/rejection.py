@@ -1,11 +1,21 @@
 """Huge cases for ``kernels.rejection``: requests whose logit rows start past 2**31 elements
 (row starts loaded from ``cu_num_logits``), and draft logits ``[max_num_reqs, K, V]`` read at a
 high request slot. Every request has K drafts and a bonus row; copies of request 0 (same rows,
-slot and positions) must give request 0's tokens."""
+slot and positions) must give request 0's tokens.
+
+Both cases make every read matter. In the target-rows case the first two drafts are accepted
+with a margin of one nat, so a log-sum-exp built from another row's block statistics rejects
+them, and the third is rejected, so its row is resampled. In the draft-logits case the first
+draft is accepted (target equal to draft) and the second rejected (its target probability far
+below the draft's), so the resample reads the draft row of the high slot.
+"""
+
+import math
 
 import torch
 
 from reference.rejection import rejection_sample as reference_rejection_sample
+from reference.rejection import uniform64
 from triton_overflow.bench import Benchmark
 from triton_overflow import Case, CompileSpec, assert_rows_equal
 from triton_overflow.huge import landing_row
@@ -13,15 +23,35 @@ from triton_overflow.huge import landing_row
 STEPS = 3
 ROWS = STEPS + 1
 VOCAB = 2**17
+SEED = 77
+ACCEPT_MARGIN = 1.0  # nats between log p and log u of an accepted draft
 I32, I64 = "*i32", "*i64"
+
+
+def _first_position():
+    """A position whose first two uniforms allow an acceptance by ACCEPT_MARGIN nats."""
+    base = 2**33
+    while any(math.log(uniform64(SEED, base + j)) > -2 * ACCEPT_MARGIN for j in range(2)):
+        base += ROWS
+    return base
+
+
+POSITION = _first_position()
+
+
+def _spike(row, token, log_p):
+    """Raise ``row[token]`` so that the token's log-probability in ``row`` is ``log_p``."""
+    others = torch.cat([row[:token], row[token + 1:]]).double()
+    rest = torch.logsumexp(others, 0).item()
+    row[token] = log_p + rest - math.log(-math.expm1(log_p))
 
 
 def _common(rows, slots, device):
     return {"cu_num_logits": torch.arange(0, rows + 1, ROWS, dtype=torch.int32, device=device),
-            "pos": (torch.arange(rows, device=device) % ROWS) + 2**33,
+            "pos": (torch.arange(rows, device=device) % ROWS) + POSITION,
             "expanded_local_pos": (torch.arange(rows, device=device) % ROWS).int(),
             "temperature": torch.full((slots, ), 0.9, device=device),
-            "seed": torch.full((slots, ), 77, dtype=torch.int64, device=device),
+            "seed": torch.full((slots, ), SEED, dtype=torch.int64, device=device),
             "num_speculative_steps": STEPS}
 
 
@@ -57,6 +87,13 @@ class RejectionTargetRowsCase(Case):
         device = run.device
         generator = torch.Generator().manual_seed(11)
         source = 2 * torch.randn(ROWS, VOCAB, generator=generator)
+        proposals = torch.zeros(run.rows, dtype=torch.int64)
+        proposals[1:ROWS] = torch.randint(0, VOCAB, (STEPS, ), generator=generator)
+        # Drafts 0 and 1 accepted by ACCEPT_MARGIN nats; draft 2 the row's least likely token.
+        for step in range(2):
+            log_u = math.log(uniform64(SEED, POSITION + step))
+            _spike(source[step], int(proposals[step + 1]), log_u + ACCEPT_MARGIN)
+        proposals[STEPS] = source[STEPS - 1].argmin()
         target[:ROWS] = source.to(device)
         for request in self._requests(run)[1:]:
             target[request * ROWS:(request + 1) * ROWS] = target[:ROWS]
@@ -65,8 +102,6 @@ class RejectionTargetRowsCase(Case):
                 if landed is not None and landed >= ROWS:
                     target[landed] = (5 * torch.randn(VOCAB, generator=generator)).to(device)
         inputs = _common(run.rows, 1, device)
-        proposals = torch.zeros(run.rows, dtype=torch.int64)
-        proposals[1:ROWS] = source[:STEPS].argmax(1)  # every draft the target's favourite
         for request in self._requests(run)[1:]:
             proposals[request * ROWS:(request + 1) * ROWS] = proposals[:ROWS]
         requests = run.rows // ROWS
@@ -82,6 +117,7 @@ class RejectionTargetRowsCase(Case):
     def check(self, produced, target, run, planted, *, source, **inputs):
         sampled, num_sampled = produced
         expected, expected_num = _reference(source, None, inputs)
+        assert int(expected_num[0]) == 3, "the case plants two accepted drafts and a rejected one"
         for request in self._requests(run):
             assert_rows_equal(sampled[request], expected[0],
                               f"request {request} against the reference", request * ROWS,
@@ -117,11 +153,15 @@ class RejectionDraftSlotsCase(Case):
         rows = ROWS * len(slots)
         inputs = _common(rows, run.rows, device)
         table = drafts.view(run.rows, STEPS, VOCAB)
-        # The target equals slot 0's draft, so every draft is accepted (p = q); rows a wrap can
-        # land on favour the proposals far more, so a wrong draft read rejects at once.
+        # The target equals slot 0's draft (p = q: draft 0 accepted), but at step 1 the
+        # proposal is 30 nats less likely in the target than in the draft: draft 1 rejected,
+        # and its row resampled from max(p - q, 0), which reads the draft row of the slot.
+        # Rows a wrap can land on favour the proposals far more, so a wrong draft read changes
+        # what is accepted, and a wrong draft row changes the resampled token.
         source = torch.cat([table[0].cpu(), source[STEPS:]])
         proposals = torch.zeros(rows, dtype=torch.int64)
         proposals[1:ROWS] = source[:STEPS].argmax(1)
+        source[1, int(proposals[2])] -= 30.0
         for index in range(1, len(slots)):
             proposals[index * ROWS:(index + 1) * ROWS] = proposals[:ROWS]
         for slot in run.poison_rows:
@@ -141,6 +181,7 @@ class RejectionDraftSlotsCase(Case):
         sampled, num_sampled = produced
         draft_row = planted[0].view(1, STEPS, VOCAB)
         expected, expected_num = _reference(target[:ROWS].cpu(), draft_row, inputs)
+        assert int(expected_num[0]) == 2, "the case plants an accepted draft and a rejected one"
         for index, slot in enumerate(self._slots(run)):
             assert_rows_equal(sampled[index], expected[0],
                               f"request at slot {slot} against the reference (draft row starts "
