@@ -20,8 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import (check_history_lengths, check_index_range, check_local_positions,
-                             check_logits, check_table, leading_entries)
+from kernels._launch import (check_history_lengths, check_index_range, check_int,
+                             check_local_positions, check_logits, check_table, leading_entries)
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -94,8 +94,8 @@ def apply_bad_words(logits, expanded_idx_mapping, bad_word_token_ids, bad_word_o
     for name, table in (("bad_word_token_ids", bad_word_token_ids),
                         ("bad_word_offsets", bad_word_offsets), ("all_token_ids", all_token_ids)):
         check_table(table, name, slots, device, (torch.int32, ), width=-1)
-    if not isinstance(max_num_bad_words, int) or max_num_bad_words < 0:
-        raise ValueError(f"max_num_bad_words must be a non-negative int; got {max_num_bad_words!r}")
+    # One program per bad word along the grid's y axis, which CUDA limits to 65535.
+    check_int(max_num_bad_words, "max_num_bad_words", 0, 65535)
     if max_num_bad_words >= bad_word_offsets.size(1):
         raise ValueError(f"max_num_bad_words {max_num_bad_words} needs bad_word_offsets with "
                          f"{max_num_bad_words + 1} columns; got {bad_word_offsets.size(1)}")

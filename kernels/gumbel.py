@@ -28,7 +28,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import check_index_range, check_logits, check_table, check_value_range
+from kernels._launch import (check_flag, check_index_range, check_logits, check_table,
+                             check_tensor, check_value_range)
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _TEMPERATURE_BLOCK = 8192
@@ -192,19 +193,25 @@ def gumbel_sample(
     device = logits.device
     check_table(seed, "seed", temperature.numel(), device, (torch.int64, ))
     check_table(pos, "pos", n_rows, device, (torch.int64, ))
+    check_flag(apply_temperature, "apply_temperature")
+    check_flag(use_fp64, "use_fp64")
     processed, processed_stride, col, per_row_col = None, 0, None, False
     if output_processed_logits is not None:
         processed = output_processed_logits
+        check_tensor(processed, "output_processed_logits")
+        # K >= 1: without a column table every row writes column 0.
         if (processed.dim() != 3 or processed.dtype != torch.float32 or processed.device != device
-                or processed.size(2) != vocab_size or not processed.is_contiguous()):
-            raise ValueError("output_processed_logits must be a contiguous fp32 [max_num_reqs, K, "
-                             f"{vocab_size}] tensor on {device}; got {processed.dtype} "
+                or processed.size(1) < 1 or processed.size(2) != vocab_size
+                or not processed.is_contiguous()):
+            raise ValueError("output_processed_logits must be a contiguous fp32 [max_num_reqs, K "
+                             f">= 1, {vocab_size}] tensor on {device}; got {processed.dtype} "
                              f"{tuple(processed.shape)} on {processed.device}")
         if check_values:
             check_index_range(expanded_idx_mapping, "expanded_idx_mapping", processed.size(0))
         processed_stride = processed.stride(0)
         if output_processed_logits_col is not None:
             col = output_processed_logits_col
+            check_tensor(col, "output_processed_logits_col")
             if col.dtype != torch.int32 or col.device != device or col.dim() > 1 or (
                     col.dim() == 1 and col.numel() not in (1, n_rows)):
                 raise ValueError("output_processed_logits_col must be int32 with one entry or one "

@@ -17,7 +17,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import check_index_range, check_logits, check_table, leading_entries
+from kernels._launch import (check_distinct, check_index_range, check_logits, check_table,
+                             leading_entries)
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _LOGITS_BLOCK = 8192
@@ -102,25 +103,29 @@ def apply_logit_bias(logits, expanded_idx_mapping, pos, num_allowed_token_ids, a
               "min_lens": min_lens, "num_stop_token_ids": num_stop_token_ids}
     for name, table in counts.items():
         check_table(table, name, slots, device, (torch.int32, ))
-    lists = {"allowed_token_ids": (allowed_token_ids, num_allowed_token_ids),
-             "logit_bias_token_ids": (logit_bias_token_ids, num_logit_bias),
-             "stop_token_ids": (stop_token_ids, num_stop_token_ids)}
-    for name, (table, _) in lists.items():
+    lists = {  # list name: (its count's name, the list, the counts)
+        "allowed_token_ids": ("num_allowed_token_ids", allowed_token_ids, num_allowed_token_ids),
+        "logit_bias_token_ids": ("num_logit_bias", logit_bias_token_ids, num_logit_bias),
+        "stop_token_ids": ("num_stop_token_ids", stop_token_ids, num_stop_token_ids)}
+    for name, (_, table, _) in lists.items():
         check_table(table, name, slots, device, (torch.int32, ), width=-1)
     check_table(logit_bias, "logit_bias", slots, device, (torch.float32, ),
                 width=logit_bias_token_ids.size(1))
     if check_values:
         check_index_range(expanded_idx_mapping, "expanded_idx_mapping", slots)
-        for name, (table, count) in lists.items():
+        for name, (count_name, table, count) in lists.items():
             width = table.size(1)
             bad = (count < 0) | (count > width)
             if bool(bad.any()):
-                raise ValueError(f"{name}: counts must lie in [0, {width}]; got {int(count[bad][0])}")
+                raise ValueError(f"{count_name} must lie in [0, {width}] (the width of {name}); "
+                                 f"got {int(count[bad][0])}")
             used = leading_entries(count, width)
             check_index_range(table[used], name, vocab_size)
+        # Two entries for one id would race on the same logit (one bias lost).
+        check_distinct(logit_bias_token_ids, "logit_bias_token_ids", num_logit_bias)
     if n_rows == 0 or vocab_size == 0:
         return
-    widest = max(t.size(1) for t, _ in lists.values())
+    widest = max(t.size(1) for _, t, _ in lists.values())
     _logit_bias_kernel[(n_rows, )](
         logits, logits.stride(0), vocab_size, expanded_idx_mapping,
         num_allowed_token_ids, allowed_token_ids, allowed_token_ids.stride(0),

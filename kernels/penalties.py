@@ -22,8 +22,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import (check_history_lengths, check_index_range, check_local_positions,
-                             check_logits, check_table, check_value_range, leading_entries)
+from kernels._launch import (check_distinct, check_finite, check_history_lengths,
+                             check_index_range, check_local_positions, check_logits, check_table,
+                             check_tensor, check_value_range, leading_entries)
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _BLOCK = 8192
@@ -114,17 +115,21 @@ def _penalties_kernel(
 def build_penalty_state(idx_mapping, all_token_ids, prompt_len, total_len, prompt_bin_mask,
                         output_bin_counts, *, check_values=True) -> None:
     """Rebuild the prompt bitsets and output counts of the request slots in ``idx_mapping``."""
+    check_tensor(output_bin_counts, "output_bin_counts")
     device = output_bin_counts.device
-    check_table(output_bin_counts, "output_bin_counts", None, device, (torch.int32, ), width=-1)
+    check_table(output_bin_counts, "output_bin_counts", None, device, (torch.int32, ), width=-1,
+                written=True)
     slots, vocab_size = output_bin_counts.shape
     check_table(idx_mapping, "idx_mapping", None, device, (torch.int32, ))
     check_table(all_token_ids, "all_token_ids", slots, device, (torch.int32, ), width=-1)
     check_table(prompt_len, "prompt_len", slots, device, (torch.int32, ))
     check_table(total_len, "total_len", slots, device, (torch.int32, ))
     check_table(prompt_bin_mask, "prompt_bin_mask", slots, device, (torch.int32, ),
-                width=triton.cdiv(vocab_size, 32))
+                width=triton.cdiv(vocab_size, 32), written=True)
     if check_values:
         check_index_range(idx_mapping, "idx_mapping", slots)
+        # A slot listed twice would have its output tokens counted twice.
+        check_distinct(idx_mapping, "idx_mapping")
         check_history_lengths(prompt_len, total_len, all_token_ids)
         reqs = idx_mapping.long()
         used = leading_entries(total_len[reqs], all_token_ids.size(1))
@@ -165,6 +170,9 @@ def apply_penalties(logits, expanded_idx_mapping, token_ids, expanded_local_pos,
     if check_values:
         check_index_range(expanded_idx_mapping, "expanded_idx_mapping", slots)
         check_value_range(repetition_penalty, "repetition_penalty", 1e-30, float("inf"))
+        # inf times a count of 0 is NaN: an infinite penalty would turn the whole row into NaN.
+        check_finite(frequency_penalty, "frequency_penalty")
+        check_finite(presence_penalty, "presence_penalty")
         check_local_positions(expanded_local_pos, n_rows)
     if n_rows == 0 or vocab_size == 0:
         return

@@ -33,7 +33,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import check_index_range, check_logits, check_table, check_value_range
+from kernels._launch import (check_flag, check_index_range, check_int, check_logits, check_table,
+                             check_tensor, check_value_range)
 from kernels.gumbel import gumbel_block_argmax
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -315,9 +316,9 @@ def rejection_sample(
     check_logits(target_logits, "target_logits", LOGITS_DTYPES)
     n_rows, vocab_size = target_logits.shape
     device = target_logits.device
+    check_int(num_speculative_steps, "num_speculative_steps", 1)
     steps = num_speculative_steps
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"num_speculative_steps must be a positive int; got {steps!r}")
+    check_flag(use_fp64, "use_fp64")
     check_table(draft_sampled, "draft_sampled", n_rows, device, (torch.int32, torch.int64))
     check_table(pos, "pos", n_rows, device, (torch.int64, ))
     check_table(expanded_idx_mapping, "expanded_idx_mapping", n_rows, device, (torch.int32, ))
@@ -329,6 +330,7 @@ def rejection_sample(
     slots = temperature.numel()
     check_table(seed, "seed", slots, device, (torch.int64, ))
     if draft_logits is not None:
+        check_tensor(draft_logits, "draft_logits")
         if (draft_logits.dim() != 3 or draft_logits.dtype not in LOGITS_DTYPES
                 or draft_logits.device != device or draft_logits.size(1) < steps
                 or draft_logits.size(2) != vocab_size or draft_logits.stride(2) != 1):
@@ -341,6 +343,9 @@ def rejection_sample(
         if synthetic_conditional_rates.numel() < steps:
             raise ValueError(f"synthetic_conditional_rates needs {steps} entries; got "
                              f"{synthetic_conditional_rates.numel()}")
+        # Acceptance probabilities, one per draft step.
+        check_value_range(synthetic_conditional_rates, "synthetic_conditional_rates", 0.0, 1.0,
+                          check_values)
     if check_values:
         _check_rejection_values(cu_num_logits, n_rows, steps, idx_mapping, expanded_idx_mapping,
                                 expanded_local_pos, slots, draft_logits, temperature,
@@ -396,8 +401,9 @@ def _check_rejection_values(cu, n_rows, steps, idx_mapping, expanded_idx_mapping
                          f"{int(cu[-1])}")
     counts = cu[1:] - cu[:-1]
     if bool(((counts < 1) | (counts > steps + 1)).any()):
-        raise ValueError(f"every request needs 1 to {steps + 1} logit rows; got "
-                         f"{counts.min().item()} .. {counts.max().item()}")
+        raise ValueError(f"cu_num_logits must give every request 1 to {steps + 1} logit rows "
+                         f"(num_speculative_steps + 1); got {counts.min().item()} .. "
+                         f"{counts.max().item()}")
     table_slots = slots if draft_logits is None else min(slots, draft_logits.size(0))
     check_index_range(idx_mapping, "idx_mapping", table_slots)
     check_index_range(expanded_idx_mapping, "expanded_idx_mapping", table_slots)

@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import check_logits, check_table, persistent_programs
+from kernels._launch import check_int, check_logits, check_real, check_table, persistent_programs
 
 SCRATCH = 1024  # entries gathered into registers for the exact cutoffs
 _BLOCK = 8192  # vocab entries per loop step
@@ -318,6 +318,9 @@ def apply_top_k_top_p(
     """
     check_logits(logits, "logits", dtypes=(torch.float32, ))
     n_rows, vocab_size = logits.shape
+    check_real(mask_value, "mask_value")
+    if num_programs is not None:
+        check_int(num_programs, "num_programs", 1)
     if k is not None:
         check_table(k, "k", n_rows, logits.device, (torch.int32, ))
         if check_values and n_rows and bool((k < 1).any()):

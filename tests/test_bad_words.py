@@ -1,5 +1,7 @@
 """``kernels.bad_words`` against its reference, and its input validation."""
 
+import re
+
 import pytest
 import torch
 from hypothesis import given
@@ -10,6 +12,7 @@ from kernels.bad_words import apply_bad_words
 from tests.strategies import LogitsSpec, build_logits
 from triton_overflow import OverflowTests
 from tests.cases import bad_words as family
+from tests.test_harness import no_launch  # noqa: F401 (a fixture)
 
 KERNEL = "apply_bad_words"
 
@@ -81,21 +84,75 @@ def test_single_row_request_copied_to_the_end_matches_row_zero(case, device):
     assert torch.equal(logits[-1], logits[0])
 
 
-@pytest.mark.validation
-@pytest.mark.covers(kernel=KERNEL, detector="validation")
-@pytest.mark.parametrize("name, change, message", [
-    ("expanded_local_pos", lambda t: t + 1, r"expanded_local_pos must lie in \[0, row\]"),
-    ("total_len", lambda t: t + 100, "total_len <= all_token_ids"),
-    ("bad_word_offsets", lambda t: t * 0, "must rise by >= 1"),
-    ("expanded_idx_mapping", lambda t: t + 10, "expanded_idx_mapping must lie in"),
-    ("input_ids", lambda t: t.long(), "input_ids must have dtype"),
-], ids=["local pos before row 0", "history past table", "empty word", "slot out of range", "int64 ids"])
-def test_bad_argument_raises(name, change, message, device):
+def _valid(device):
+    """Valid arguments: 3 rows (requests of 2 and 1), vocab 17, 2 slots of 2 bad words each."""
     logits, tables, max_words = build_inputs((17, 2, [2, 1], 0, 2), device)
     tables["num_bad_words"].fill_(2)
-    tables[name] = change(tables[name])
-    with pytest.raises(ValueError, match=message):
-        apply_bad_words(logits, **tables, max_num_bad_words=max_words)
+    return dict(logits=logits, **tables, max_num_bad_words=max_words)
+
+
+# case: (argument, bad value from the valid one, what the message says besides the name)
+BAD_ARGUMENTS = {
+    "int logits": ("logits", lambda l: l.int(), "must have dtype"),
+    "logits not a tensor": ("logits", lambda l: l.tolist(), "torch.Tensor"),
+    "slot out of range": ("expanded_idx_mapping", lambda m: m + 10, "must lie in"),
+    "int64 mapping": ("expanded_idx_mapping", lambda m: m.long(), "must have dtype"),
+    "word tokens int64": ("bad_word_token_ids", lambda t: t.long(), "must have dtype"),
+    "word tokens 1-D": ("bad_word_token_ids", lambda t: t[:, 0], "must have shape"),
+    "word tokens not a tensor": ("bad_word_token_ids", lambda t: t.tolist(), "torch.Tensor"),
+    "empty word": ("bad_word_offsets", lambda t: t * 0, "must rise by >= 1"),
+    "offsets past tokens": ("bad_word_offsets", lambda t: t + 100, "must rise by >= 1 within"),
+    "negative offsets": ("bad_word_offsets", lambda t: t - 1, "must rise by >= 1 within"),
+    "offsets slots": ("bad_word_offsets", lambda t: t[:1], "must have shape"),
+    "too many words": ("num_bad_words", lambda n: n + 1, r"must lie in \[0, 2\]"),
+    "negative word count": ("num_bad_words", lambda n: n - 3, r"must lie in \[0, 2\]"),
+    "word counts 2-D": ("num_bad_words", lambda n: n[:, None], "must have shape"),
+    "history int64": ("all_token_ids", lambda t: t.long(), "must have dtype"),
+    "history slots": ("all_token_ids", lambda t: t[:1], "must have shape"),
+    "negative prompt_len": ("prompt_len", lambda n: n * 0 - 1, "0 <= prompt_len"),
+    "prompt_len past total_len": ("prompt_len", lambda n: n + 100, "prompt_len <= total_len"),
+    "prompt_len int64": ("prompt_len", lambda n: n.long(), "must have dtype"),
+    "history past table": ("total_len", lambda n: n + 100, "total_len <= all_token_ids"),
+    "total_len slots": ("total_len", lambda n: n[:1], "must have shape"),
+    "int64 ids": ("input_ids", lambda t: t.long(), "must have dtype"),
+    "ids length": ("input_ids", lambda t: t[:2], "must have shape"),
+    "local pos before row 0": ("expanded_local_pos", lambda t: t + 1, r"must lie in \[0, row\]"),
+    "negative local pos": ("expanded_local_pos", lambda t: t - 1, r"must lie in \[0, row\]"),
+    "local pos int64": ("expanded_local_pos", lambda t: t.long(), "must have dtype"),
+    "negative max words": ("max_num_bad_words", lambda n: -1, "must be an int >= 0"),
+    "float max words": ("max_num_bad_words", lambda n: 2.0, "must be an int"),
+    "max words past offsets": ("max_num_bad_words", lambda n: 3, "needs bad_word_offsets with 4"),
+    "max words past the grid": ("max_num_bad_words", lambda n: 65536, "<= 65535"),
+}
+# Bools are ints to Python; a bool where an int is expected is refused all the same.
+BOOLS_AS_INTS = ("max_num_bad_words", )
+VALIDATED = {"apply_bad_words": {name for name, _, _ in BAD_ARGUMENTS.values()}
+             | set(BOOLS_AS_INTS)}
+
+
+@pytest.mark.validation
+@pytest.mark.covers(kernel=KERNEL, detector="validation")
+@pytest.mark.parametrize("case", sorted(BAD_ARGUMENTS))
+def test_bad_argument_raises(case, device, no_launch):
+    """Each bad argument raises ValueError naming it, before any launch."""
+    name, change, message = BAD_ARGUMENTS[case]
+    arguments = _valid(device)
+    arguments[name] = change(arguments[name])
+    with pytest.raises(ValueError, match=rf"\b{name}\b") as raised:
+        apply_bad_words(**arguments)
+    assert re.search(message, str(raised.value)), raised.value
+
+
+@pytest.mark.validation
+@pytest.mark.covers(kernel=KERNEL, detector="validation")
+@pytest.mark.parametrize("name", BOOLS_AS_INTS)
+@pytest.mark.parametrize("value", (True, False))
+def test_bool_is_not_an_int(name, value, device, no_launch):
+    """A bool where an int is expected raises ValueError naming the argument."""
+    arguments = {**_valid(device), name: value}
+    arguments["num_bad_words"].fill_(int(value))
+    with pytest.raises(ValueError, match=rf"\b{name} must be an int; got {value}"):
+        apply_bad_words(**arguments)
 
 
 class TestOverflow(OverflowTests):

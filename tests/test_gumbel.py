@@ -1,5 +1,7 @@
 """``kernels.gumbel`` against its float64 reference, which replays the kernel's Philox noise."""
 
+import re
+
 import pytest
 import torch
 from hypothesis import example, given
@@ -10,6 +12,7 @@ from triton_overflow import OverflowTests, assert_rows_close, assert_rows_equal
 from kernels.gumbel import apply_temperature, gumbel_sample
 from tests.strategies import LogitsSpec, build_logits, logits_specs, row_slots
 from tests.cases import gumbel as family
+from tests.test_harness import no_launch  # noqa: F401 (a fixture)
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -113,43 +116,104 @@ def test_temperature_copied_row_matches_row_zero(case, device):
 
 
 def _valid(device):
-    return (torch.zeros(2, 8, device=device), torch.zeros(2, dtype=torch.int32, device=device),
-            torch.ones(3, device=device), torch.zeros(3, dtype=torch.int64, device=device),
-            torch.zeros(2, dtype=torch.int64, device=device))
+    """Valid gumbel_sample arguments: 2 rows, vocab 8, 3 temperature slots, and a side output of
+    2 slots and K = 2 columns."""
+    return dict(logits=torch.zeros(2, 8, device=device),
+                expanded_idx_mapping=torch.zeros(2, dtype=torch.int32, device=device),
+                temperature=torch.ones(3, device=device),
+                seed=torch.zeros(3, dtype=torch.int64, device=device),
+                pos=torch.zeros(2, dtype=torch.int64, device=device), apply_temperature=True,
+                output_processed_logits=torch.zeros(2, 2, 8, device=device),
+                output_processed_logits_col=torch.ones(1, dtype=torch.int32, device=device),
+                use_fp64=False)
+
+
+def _strided(t):
+    """The same values with a last-dimension stride of 2."""
+    return t.repeat_interleave(2, dim=-1)[..., ::2]
+
+
+# case: (argument, bad value from the valid one, what the message says besides the name)
+COMMON_CASES = {
+    "logits not a tensor": ("logits", lambda l: l.tolist(), "torch.Tensor"),
+    "int logits": ("logits", lambda l: l.int(), "must have dtype"),
+    "1-D logits": ("logits", lambda l: l[0], "2-D"),
+    "strided vocab": ("logits", _strided, "contiguous"),
+    "slot out of range": ("expanded_idx_mapping", lambda m: m + 3, r"must lie in \[0, 3\)"),
+    "int64 mapping": ("expanded_idx_mapping", lambda m: m.long(), "must have dtype"),
+    "mapping length": ("expanded_idx_mapping", lambda m: m[:1], "must have shape"),
+    "negative temperature": ("temperature", lambda t: -t, "must lie in"),
+    "nan temperature": ("temperature", lambda t: t * float("nan"), "must lie in"),
+    "fp64 temperature": ("temperature", lambda t: t.double(), "must have dtype"),
+    "temperature on another device": ("temperature", lambda t: t.to("meta"), "is on meta"),
+    "temperature 2-D": ("temperature", lambda t: t[:, None], "must have shape"),
+}
+TEMPERATURE_BAD_ARGUMENTS = COMMON_CASES
+SAMPLE_BAD_ARGUMENTS = {
+    **COMMON_CASES,
+    "seed length": ("seed", lambda s: s[:2], "must have shape"),
+    "int32 seed": ("seed", lambda s: s.int(), "must have dtype"),
+    "seed not a tensor": ("seed", lambda s: 0, "torch.Tensor"),
+    "int32 pos": ("pos", lambda p: p.int(), "must have dtype"),
+    "pos length": ("pos", lambda p: p[:1], "must have shape"),
+    "pos strided": ("pos", _strided, "contiguous"),
+    "apply_temperature int": ("apply_temperature", lambda f: 1, "must be a bool"),
+    "apply_temperature tensor": ("apply_temperature", lambda f: torch.tensor(True),
+                                 "must be a bool"),
+    "use_fp64 int": ("use_fp64", lambda f: 0, "must be a bool"),
+    "use_fp64 None": ("use_fp64", lambda f: None, "must be a bool"),
+    "side output not a tensor": ("output_processed_logits", lambda t: t.tolist(), "torch.Tensor"),
+    "side output vocab": ("output_processed_logits", lambda t: t[..., :7], "must be a contiguous"),
+    "side output K = 0": ("output_processed_logits", lambda t: t[:, :0], "K >= 1"),
+    "side output fp16": ("output_processed_logits", lambda t: t.half(), "fp32"),
+    "side output 2-D": ("output_processed_logits", lambda t: t[:, 0], "must be a contiguous"),
+    "side output not contiguous": ("output_processed_logits",
+                                   lambda t: t.transpose(0, 1).contiguous().transpose(0, 1),
+                                   "must be a contiguous"),
+    "side output slot out of range": ("expanded_idx_mapping", lambda m: m + 2,
+                                      r"must lie in \[0, 2\)"),
+    "col without table": ("output_processed_logits", lambda t: None,
+                          "output_processed_logits_col needs output_processed_logits"),
+    "col not a tensor": ("output_processed_logits_col", lambda c: 1, "torch.Tensor"),
+    "col int64": ("output_processed_logits_col", lambda c: c.long(), "must be int32"),
+    "col past K": ("output_processed_logits_col", lambda c: c + 1, r"must lie in \[0, 2\)"),
+    "negative col": ("output_processed_logits_col", lambda c: c - 2, r"must lie in \[0, 2\)"),
+    "col per row count": ("output_processed_logits_col",
+                          lambda c: torch.zeros(3, dtype=torch.int32, device=c.device),
+                          "one entry or one per row"),
+    "col 2-D": ("output_processed_logits_col", lambda c: c[None], "one entry or one per row"),
+}
+VALIDATED = {
+    "apply_temperature": {name for name, _, _ in TEMPERATURE_BAD_ARGUMENTS.values()},
+    "gumbel_sample": {name for name, _, _ in SAMPLE_BAD_ARGUMENTS.values()},
+}
 
 
 @pytest.mark.validation
 @pytest.mark.covers(kernel="gumbel_sample", detector="validation")
-@pytest.mark.parametrize("change, message", [
-    (lambda a: {**a, "expanded_idx_mapping": a["expanded_idx_mapping"] + 3}, r"must lie in \[0, 3\)"),
-    (lambda a: {**a, "seed": a["seed"][:2]}, "seed must have shape"),
-    (lambda a: {**a, "pos": a["pos"].int()}, "pos must have dtype"),
-    (lambda a: {**a, "temperature": -a["temperature"]}, "temperature must lie in"),
-    (lambda a: {**a, "output_processed_logits": torch.zeros(3, 2, 7, device=a["logits"].device)},
-     "output_processed_logits must be"),
-    (lambda a: {**a, "expanded_idx_mapping": a["expanded_idx_mapping"] + 2,
-                "output_processed_logits": torch.zeros(2, 2, 8, device=a["logits"].device)},
-     r"expanded_idx_mapping must lie in \[0, 2\)"),
-    (lambda a: {**a, "output_processed_logits_col": torch.zeros(1, dtype=torch.int32, device=a["logits"].device)},
-     "needs output_processed_logits"),
-], ids=["slot out of range", "seed length", "int32 pos", "negative temperature", "side output vocab",
-        "side output slot out of range", "col without table"])
-def test_bad_argument_raises(change, message, device):
-    logits, mapping, temperature, seed, pos = _valid(device)
-    args = dict(logits=logits, expanded_idx_mapping=mapping, temperature=temperature, seed=seed,
-                pos=pos, apply_temperature=True)
-    with pytest.raises(ValueError, match=message):
-        gumbel_sample(**change(args))
+@pytest.mark.parametrize("case", sorted(SAMPLE_BAD_ARGUMENTS))
+def test_bad_argument_raises(case, device, no_launch):
+    """Each bad argument raises ValueError naming it, before any launch."""
+    name, change, message = SAMPLE_BAD_ARGUMENTS[case]
+    arguments = _valid(device)
+    arguments[name] = change(arguments[name])
+    with pytest.raises(ValueError, match=rf"\b{name}\b") as raised:
+        gumbel_sample(**arguments)
+    assert re.search(message, str(raised.value)), raised.value
 
 
 @pytest.mark.validation
 @pytest.mark.covers(kernel="apply_temperature", detector="validation")
-def test_temperature_bad_argument_raises(device):
-    logits, mapping, temperature, _, _ = _valid(device)
-    with pytest.raises(ValueError, match=r"expanded_idx_mapping must lie in \[0, 3\)"):
-        apply_temperature(logits, mapping + 7, temperature)
-    with pytest.raises(ValueError, match="temperature must have dtype"):
-        apply_temperature(logits, mapping, temperature.double())
+@pytest.mark.parametrize("case", sorted(TEMPERATURE_BAD_ARGUMENTS))
+def test_temperature_bad_argument_raises(case, device, no_launch):
+    """Each bad argument raises ValueError naming it, before any launch."""
+    name, change, message = TEMPERATURE_BAD_ARGUMENTS[case]
+    valid = _valid(device)
+    arguments = {key: valid[key] for key in ("logits", "expanded_idx_mapping", "temperature")}
+    arguments[name] = change(arguments[name])
+    with pytest.raises(ValueError, match=rf"\b{name}\b") as raised:
+        apply_temperature(**arguments)
+    assert re.search(message, str(raised.value)), raised.value
 
 
 class TestOverflow(OverflowTests):

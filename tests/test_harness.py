@@ -1,10 +1,14 @@
 """Self-tests of the machinery: the int32 twin, huge-case geometry, the memory gate, the
-interpreter hooks, and fault isolation."""
+interpreter hooks, and fault isolation; the guard that every launcher parameter has a validation
+case, and the ``no_launch`` fixture those cases use."""
 
+import importlib
+import inspect
 from pathlib import Path
 
 import pytest
 import torch
+import triton.runtime.jit
 
 from triton_overflow import mode
 from triton_overflow.huge import first_wrapping_row, huge_layout, landing_row, wrapped_offset
@@ -15,6 +19,46 @@ from triton_overflow.twin import twin_source
 ROOT = Path(__file__).resolve().parent.parent
 PLANTED = ROOT / "tests" / "planted"
 INTERPRETER = mode.INTERPRETER
+FAMILIES = sorted(path.stem for path in (ROOT / "kernels").glob("*.py")
+                  if not path.stem.startswith("_"))
+
+
+@pytest.fixture
+def no_launch(monkeypatch):
+    """Any Triton kernel launch fails the test: a bad argument must stop on the host.
+
+    Family test modules import this fixture for their validation tests."""
+
+    def launch(kernel, grid):
+        raise AssertionError(f"{getattr(kernel, '__name__', kernel)} was launched with grid "
+                             f"{grid} before the bad argument was rejected")
+
+    monkeypatch.setattr(triton.runtime.jit.KernelInterface, "__getitem__", launch)
+
+
+def public_launchers(module):
+    """The plain Python functions a kernel module defines without a leading underscore (Triton
+    functions are ``JITFunction`` objects, not functions)."""
+    return {name: value for name, value in vars(module).items()
+            if inspect.isfunction(value) and value.__module__ == module.__name__
+            and not name.startswith("_")}
+
+
+@pytest.mark.validation
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_launcher_parameter_has_a_validation_case(family):
+    """Each parameter (but check_values) of each public launcher of ``kernels/<family>.py`` is
+    the argument named by a validation case in ``tests/test_<family>.py`` (its ``VALIDATED``)."""
+    launchers = public_launchers(importlib.import_module(f"kernels.{family}"))
+    validated = importlib.import_module(f"tests.test_{family}").VALIDATED
+    assert launchers, f"kernels/{family}.py defines no public launcher"
+    assert set(validated) <= set(launchers), f"VALIDATED names no launcher: {sorted(validated)}"
+    for name, launcher in launchers.items():
+        parameters = set(inspect.signature(launcher).parameters) - {"check_values"}
+        named = validated.get(name, set())
+        untested, unknown = sorted(parameters - named), sorted(named - parameters)
+        assert not untested, f"{name}: no validation case names {untested}"
+        assert not unknown, f"{name} has no parameter {unknown}"
 
 
 @pytest.mark.selftest

@@ -1,5 +1,7 @@
 """``kernels.logit_bias`` against its float64 reference, and its input validation."""
 
+import re
+
 import pytest
 import torch
 from hypothesis import given
@@ -10,6 +12,7 @@ from triton_overflow import OverflowTests, assert_rows_close
 from kernels.logit_bias import apply_logit_bias
 from tests.strategies import LogitsSpec, build_logits, logits_specs, row_slots
 from tests.cases import logit_bias as family
+from tests.test_harness import no_launch  # noqa: F401 (a fixture)
 
 KERNEL = "apply_logit_bias"
 
@@ -73,21 +76,101 @@ def test_copied_row_matches_row_zero(case, device):
     assert torch.equal(logits[-1], logits[0])
 
 
+ARGUMENTS = ("expanded_idx_mapping", "pos", "num_allowed_token_ids", "allowed_token_ids",
+             "num_logit_bias", "logit_bias_token_ids", "logit_bias", "min_lens",
+             "num_stop_token_ids", "stop_token_ids")
+
+
+def _valid(device):
+    """Valid arguments: 3 rows, vocab 8, 2 slots, every list 2 wide and full."""
+    tables = build_tables(LogitsSpec(3, 8, 0, "normal", 0), 2, (2, 2, 2), 0, device)
+    arguments = dict(zip(ARGUMENTS, tables), logits=torch.zeros(3, 8, device=device))
+    for name in ("num_allowed_token_ids", "num_logit_bias", "num_stop_token_ids"):
+        arguments[name] = torch.full((2, ), 2, dtype=torch.int32, device=device)
+    return arguments
+
+
+def _strided(t):
+    """The same values with a last-dimension stride of 2."""
+    return t.repeat_interleave(2, dim=-1)[..., ::2]
+
+
+# case: (argument, bad value from the valid one, what the message says besides the name)
+BAD_ARGUMENTS = {
+    "int logits": ("logits", lambda l: l.int(), "must have dtype"),
+    "logits not a tensor": ("logits", lambda l: l.tolist(), "torch.Tensor"),
+    "slot out of range": ("expanded_idx_mapping", lambda m: m + 9, r"must lie in \[0, 2\)"),
+    "int64 mapping": ("expanded_idx_mapping", lambda m: m.long(), "must have dtype"),
+    "int32 pos": ("pos", lambda p: p.int(), "must have dtype"),
+    "pos length": ("pos", lambda p: p[:2], "must have shape"),
+    "allowed count past width": ("num_allowed_token_ids", lambda n: n + 5,
+                                 r"must lie in \[0, 2\] \(the width of allowed_token_ids\)"),
+    "negative allowed count": ("num_allowed_token_ids", lambda n: n - 3, r"must lie in \[0, 2\]"),
+    "allowed counts not a tensor": ("num_allowed_token_ids", lambda n: n.tolist(), "torch.Tensor"),
+    "allowed counts 2-D": ("num_allowed_token_ids", lambda n: n[:, None], "must have shape"),
+    "allowed id past vocab": ("allowed_token_ids", lambda t: t + 100, r"must lie in \[0, 8\)"),
+    "negative allowed id": ("allowed_token_ids", lambda t: t - 100, r"must lie in \[0, 8\)"),
+    "allowed ids slots": ("allowed_token_ids", lambda t: t[:1], "must have shape"),
+    "allowed ids strided": ("allowed_token_ids", _strided, "contiguous"),
+    "bias count past width": ("num_logit_bias", lambda n: n + 1, r"must lie in \[0, 2\]"),
+    "int64 bias counts": ("num_logit_bias", lambda n: n.long(), "must have dtype"),
+    "bias id past vocab": ("logit_bias_token_ids", lambda t: t + 8, r"must lie in \[0, 8\)"),
+    "bias ids int64": ("logit_bias_token_ids", lambda t: t.long(), "must have dtype"),
+    "bias ids 1-D": ("logit_bias_token_ids", lambda t: t[:, 0], "must have shape"),
+    "fp64 bias": ("logit_bias", lambda b: b.double(), "must have dtype"),
+    "bias width": ("logit_bias", lambda b: b[:, :1], "must have shape"),
+    "bias on another device": ("logit_bias", lambda b: b.to("meta"), "is on meta"),
+    "int64 min_lens": ("min_lens", lambda m: m.long(), "must have dtype"),
+    "min_lens slots": ("min_lens", lambda m: m[:1], "must have shape"),
+    "negative stop count": ("num_stop_token_ids", lambda n: n - 3, r"must lie in \[0, 2\]"),
+    "stop counts fp32": ("num_stop_token_ids", lambda n: n.float(), "must have dtype"),
+    "stop id past vocab": ("stop_token_ids", lambda t: t + 8, r"must lie in \[0, 8\)"),
+    "stop ids 1-D": ("stop_token_ids", lambda t: t[:, 0], "must have shape"),
+}
+VALIDATED = {"apply_logit_bias": {name for name, _, _ in BAD_ARGUMENTS.values()}}
+
+
 @pytest.mark.validation
 @pytest.mark.covers(kernel=KERNEL, detector="validation")
-@pytest.mark.parametrize("index, change, message", [
-    (3, lambda t: t + 100, r"allowed_token_ids must lie in \[0, 8\)"),
-    (2, lambda t: t + 5, r"allowed_token_ids: counts must lie in \[0, 2\]"),
-    (0, lambda t: t + 9, r"expanded_idx_mapping must lie in \[0, 2\)"),
-    (6, lambda t: t.double(), "logit_bias must have dtype"),
-    (1, lambda t: t.int(), "pos must have dtype"),
-], ids=["allowed id past vocab", "count past width", "slot out of range", "fp64 bias", "int32 pos"])
-def test_bad_argument_raises(index, change, message, device):
-    spec = LogitsSpec(3, 8, 0, "normal", 0)
-    tables = list(build_tables(spec, 2, (2, 2, 2), 0, device))
-    tables[index] = change(tables[index])
-    with pytest.raises(ValueError, match=message):
-        apply_logit_bias(torch.zeros(3, 8, device=device), *tables)
+@pytest.mark.parametrize("case", sorted(BAD_ARGUMENTS))
+def test_bad_argument_raises(case, device, no_launch):
+    """Each bad argument raises ValueError naming it, before any launch."""
+    name, change, message = BAD_ARGUMENTS[case]
+    arguments = _valid(device)
+    arguments[name] = change(arguments[name])
+    with pytest.raises(ValueError, match=rf"\b{name}\b") as raised:
+        apply_logit_bias(**arguments)
+    assert re.search(message, str(raised.value)), raised.value
+
+
+@pytest.mark.validation
+@pytest.mark.covers(kernel=KERNEL, detector="validation")
+def test_repeated_logit_bias_id_raises(device, no_launch):
+    """An id twice among a slot's first num_logit_bias entries raises ValueError (both entries
+    would race on one logit and one bias would be lost)."""
+    arguments = _valid(device)
+    arguments["logit_bias_token_ids"] = torch.tensor([[3, 5], [4, 4]], dtype=torch.int32,
+                                                     device=device)
+    with pytest.raises(ValueError, match=r"\blogit_bias_token_ids must not repeat an id in "
+                                         r"row 1; got 4 twice"):
+        apply_logit_bias(**arguments)
+
+
+@pytest.mark.validation
+@pytest.mark.covers(kernel=KERNEL, detector="validation")
+def test_repeated_id_past_the_count_is_accepted(device):
+    """Entries past a slot's num_logit_bias are unused, so a repeat there is no error."""
+    arguments = _valid(device)
+    for name in ("num_allowed_token_ids", "num_stop_token_ids"):
+        arguments[name] = arguments[name] * 0
+    arguments["expanded_idx_mapping"] = torch.zeros(3, dtype=torch.int32, device=device)
+    arguments["num_logit_bias"] = torch.tensor([1, 2], dtype=torch.int32, device=device)
+    arguments["logit_bias_token_ids"] = torch.tensor([[3, 3], [4, 5]], dtype=torch.int32,
+                                                     device=device)
+    apply_logit_bias(**arguments)
+    expected = torch.zeros(3, 8)
+    expected[:, 3] = arguments["logit_bias"][0, 0].cpu()
+    assert torch.equal(arguments["logits"].cpu(), expected)
 
 
 class TestOverflow(OverflowTests):

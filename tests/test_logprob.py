@@ -1,5 +1,7 @@
 """``kernels.logprob`` against its float64 reference, and its input validation."""
 
+import re
+
 import pytest
 import torch
 from hypothesis import example, given
@@ -10,6 +12,7 @@ from triton_overflow import OverflowTests, assert_rows_close, assert_rows_equal
 from kernels.logprob import compute_token_logprobs, compute_token_ranks
 from tests.strategies import LogitsSpec, build_logits, logits_specs
 from tests.cases import logprob as family
+from tests.test_harness import no_launch  # noqa: F401 (a fixture)
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -82,45 +85,62 @@ def test_rank_conventions(device):
     assert compute_token_ranks(logits, ids).cpu().tolist() == [1, 3, 3, 5, 0]
 
 
-def _valid(device):
-    return torch.zeros(2, 8, device=device), torch.zeros(2, 3, dtype=torch.int64, device=device)
+def _valid(device, ndim):
+    """Valid arguments of compute_token_logprobs (ndim 2) or compute_token_ranks (ndim 1)."""
+    ids = torch.zeros((2, 3) if ndim == 2 else (2, ), dtype=torch.int64, device=device)
+    return dict(logits=torch.zeros(2, 8, device=device), token_ids=ids)
 
 
-BAD_ARGUMENTS = {
-    "int logits": (lambda l, i: (l.int(), i), "dtype"),
-    "fp64 logits": (lambda l, i: (l.double(), i), "dtype"),
-    "3-D logits": (lambda l, i: (l[None], i), "2-D"),
-    "strided vocab": (lambda l, i: (torch.zeros(2, 16, device=l.device)[:, ::2], i), "contiguous"),
-    "float ids": (lambda l, i: (l, i.float()), "int32 or int64"),
-    "ids wrong rows": (lambda l, i: (l, i[:1]), "shape"),
-    "ids 1-D": (lambda l, i: (l, i[:, 0]), "shape"),
-    "id negative": (lambda l, i: (l, i - 1), r"\[0, 8\); got -1"),
-    "id past vocab": (lambda l, i: (l, i + 8), r"\[0, 8\); got 8"),
-    "ids on another device": (lambda l, i: (l, i.to("meta")), "is on"),
+# case: (argument, bad value from the valid one, what the message says besides the name)
+LOGITS_CASES = {
+    "logits not a tensor": ("logits", lambda l: l.tolist(), "torch.Tensor"),
+    "int logits": ("logits", lambda l: l.int(), "dtype"),
+    "fp64 logits": ("logits", lambda l: l.double(), "dtype"),
+    "3-D logits": ("logits", lambda l: l[None], "2-D"),
+    "strided vocab": ("logits", lambda l: torch.zeros(2, 16, device=l.device)[:, ::2],
+                      "contiguous"),
 }
+ID_CASES = {
+    "ids not a tensor": ("token_ids", lambda i: i.tolist(), "torch.Tensor"),
+    "float ids": ("token_ids", lambda i: i.float(), "int32 or int64"),
+    "ids wrong rows": ("token_ids", lambda i: i[:1], "shape"),
+    "id negative": ("token_ids", lambda i: i - 1, r"\[0, 8\); got -1"),
+    "id past vocab": ("token_ids", lambda i: i + 8, r"\[0, 8\); got 8"),
+    "ids on another device": ("token_ids", lambda i: i.to("meta"), "is on meta"),
+}
+LOGPROB_BAD_ARGUMENTS = {**LOGITS_CASES, **ID_CASES,
+                         "ids 1-D": ("token_ids", lambda i: i[:, 0], "shape")}
+RANK_BAD_ARGUMENTS = {**LOGITS_CASES, **ID_CASES,
+                      "ids 2-D": ("token_ids", lambda i: i[:, None], "shape")}
+VALIDATED = {
+    "compute_token_logprobs": {name for name, _, _ in LOGPROB_BAD_ARGUMENTS.values()},
+    "compute_token_ranks": {name for name, _, _ in RANK_BAD_ARGUMENTS.values()},
+}
+
+
+def _raises_naming(launcher, case, device, table, ndim):
+    name, change, message = table[case]
+    arguments = _valid(device, ndim)
+    arguments[name] = change(arguments[name])
+    with pytest.raises(ValueError, match=rf"\b{name}\b") as raised:
+        launcher(**arguments)
+    assert re.search(message, str(raised.value)), raised.value
 
 
 @pytest.mark.validation
 @pytest.mark.covers(kernel="compute_token_logprobs", detector="validation")
-@pytest.mark.parametrize("name", sorted(BAD_ARGUMENTS))
-def test_logprobs_bad_argument_raises(name, device):
+@pytest.mark.parametrize("case", sorted(LOGPROB_BAD_ARGUMENTS))
+def test_logprobs_bad_argument_raises(case, device, no_launch):
     """Each bad argument raises ValueError naming it, before any launch."""
-    change, message = BAD_ARGUMENTS[name]
-    with pytest.raises(ValueError, match=message):
-        compute_token_logprobs(*change(*_valid(device)))
+    _raises_naming(compute_token_logprobs, case, device, LOGPROB_BAD_ARGUMENTS, 2)
 
 
 @pytest.mark.validation
 @pytest.mark.covers(kernel="compute_token_ranks", detector="validation")
-@pytest.mark.parametrize("ids, message", [
-    (lambda d: torch.tensor([0, 8], device=d), r"\[0, 8\); got 8"),
-    (lambda d: torch.tensor([-1, 0], device=d), r"\[0, 8\); got -1"),
-    (lambda d: torch.zeros(2, 1, dtype=torch.int64, device=d), "shape"),
-    (lambda d: torch.zeros(3, dtype=torch.int64, device=d), "shape"),
-], ids=["past vocab", "negative", "2-D", "wrong rows"])
-def test_ranks_bad_argument_raises(ids, message, device):
-    with pytest.raises(ValueError, match=message):
-        compute_token_ranks(torch.zeros(2, 8, device=device), ids(device))
+@pytest.mark.parametrize("case", sorted(RANK_BAD_ARGUMENTS))
+def test_ranks_bad_argument_raises(case, device, no_launch):
+    """Each bad argument raises ValueError naming it, before any launch."""
+    _raises_naming(compute_token_ranks, case, device, RANK_BAD_ARGUMENTS, 1)
 
 
 def test_empty_inputs(device):

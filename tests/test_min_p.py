@@ -1,5 +1,7 @@
 """``kernels.min_p`` against its float64 reference, and its input validation."""
 
+import re
+
 import pytest
 import torch
 from hypothesis import example, given
@@ -10,6 +12,7 @@ from kernels.min_p import apply_min_p
 from tests.strategies import LogitsSpec, build_logits, logits_specs, row_slots
 from triton_overflow import OverflowTests
 from tests.cases import min_p as family
+from tests.test_harness import no_launch  # noqa: F401 (a fixture)
 
 KERNEL = "apply_min_p"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -55,21 +58,43 @@ def test_copied_row_matches_row_zero(case, device):
     assert torch.equal(logits[-1], logits[0])
 
 
+def _valid(device):
+    return dict(logits=torch.zeros(3, 8, device=device),
+                expanded_idx_mapping=torch.zeros(3, dtype=torch.int32, device=device),
+                min_p=torch.full((2, ), 0.1, device=device))
+
+
+# case: (argument, bad value from the valid one, what the message says besides the name)
+BAD_ARGUMENTS = {
+    "int logits": ("logits", lambda l: l.int(), "must have dtype"),
+    "logits not a tensor": ("logits", lambda l: l.tolist(), "torch.Tensor"),
+    "1-D logits": ("logits", lambda l: l[0], "2-D"),
+    "int64 mapping": ("expanded_idx_mapping", lambda m: m.long(), "must have dtype"),
+    "slot out of range": ("expanded_idx_mapping", lambda m: m + 5, r"must lie in \[0, 2\)"),
+    "negative slot": ("expanded_idx_mapping", lambda m: m - 1, r"must lie in \[0, 2\)"),
+    "mapping length": ("expanded_idx_mapping", lambda m: m[:1], "must have shape"),
+    "mapping on another device": ("expanded_idx_mapping", lambda m: m.to("meta"), "is on meta"),
+    "min_p above 1": ("min_p", lambda p: p + 2, r"must lie in \[0.0, 1.0\]"),
+    "min_p nan": ("min_p", lambda p: p * float("nan"), r"must lie in \[0.0, 1.0\]"),
+    "fp64 min_p": ("min_p", lambda p: p.double(), "must have dtype"),
+    "min_p 2-D": ("min_p", lambda p: p[:, None], "must have shape"),
+    "min_p strided": ("min_p", lambda p: p.repeat_interleave(2)[::2], "contiguous"),
+    "min_p not a tensor": ("min_p", lambda p: 0.1, "torch.Tensor"),
+}
+VALIDATED = {"apply_min_p": {name for name, _, _ in BAD_ARGUMENTS.values()}}
+
+
 @pytest.mark.validation
 @pytest.mark.covers(kernel=KERNEL, detector="validation")
-@pytest.mark.parametrize("change, message", [
-    (lambda l, m, p: (l, m.long(), p), "expanded_idx_mapping must have dtype"),
-    (lambda l, m, p: (l, m + 5, p), r"expanded_idx_mapping must lie in \[0, 2\)"),
-    (lambda l, m, p: (l, m[:1], p), "shape"),
-    (lambda l, m, p: (l, m, p + 2), r"min_p must lie in \[0.0, 1.0\]"),
-    (lambda l, m, p: (l, m, p.double()), "min_p must have dtype"),
-    (lambda l, m, p: (l.int(), m, p), "logits must have dtype"),
-], ids=["int64 mapping", "slot out of range", "mapping length", "min_p above 1", "fp64 min_p", "int logits"])
-def test_bad_argument_raises(change, message, device):
-    logits = torch.zeros(3, 8, device=device)
-    mapping = torch.zeros(3, dtype=torch.int32, device=device)
-    with pytest.raises(ValueError, match=message):
-        apply_min_p(*change(logits, mapping, torch.full((2, ), 0.1, device=device)))
+@pytest.mark.parametrize("case", sorted(BAD_ARGUMENTS))
+def test_bad_argument_raises(case, device, no_launch):
+    """Each bad argument raises ValueError naming it, before any launch."""
+    name, change, message = BAD_ARGUMENTS[case]
+    arguments = _valid(device)
+    arguments[name] = change(arguments[name])
+    with pytest.raises(ValueError, match=rf"\b{name}\b") as raised:
+        apply_min_p(**arguments)
+    assert re.search(message, str(raised.value)), raised.value
 
 
 class TestOverflow(OverflowTests):

@@ -1,4 +1,7 @@
-"""``kernels.penalties`` (token counts and penalties) against the float64 reference."""
+"""``kernels.penalties`` (token counts and penalties) against the float64 reference, and their
+input validation."""
+
+import re
 
 import pytest
 import torch
@@ -10,6 +13,7 @@ from triton_overflow import OverflowTests, assert_rows_close, assert_rows_equal
 from kernels.penalties import apply_penalties, build_penalty_state
 from tests.strategies import LogitsSpec, build_logits
 from tests.cases import penalties as family
+from tests.test_harness import no_launch  # noqa: F401 (a fixture)
 
 KERNEL = "apply_penalties"
 
@@ -91,31 +95,101 @@ def test_copied_row_matches_row_zero(case, device):
     assert torch.equal(logits[-1], logits[0])
 
 
+def _valid(device):
+    """Valid apply_penalties and build_penalty_state arguments: 3 rows (requests of 2 and 1),
+    vocab 33, 2 slots whose whole 16-token history is counted."""
+    logits, tables, state, history = build_inputs((33, 2, [2, 1], "normal", 0), device)
+    history["idx_mapping"] = torch.arange(2, dtype=torch.int32, device=device)
+    history["total_len"] = torch.full_like(history["total_len"], 16)
+    return dict(logits=logits, **tables, **state), dict(**history, **state)
+
+
+def _overlapping(t):
+    """Row 0 seen as every row (row stride 0)."""
+    return t[:1].expand(t.size(0), -1)
+
+
+# case: (argument, bad value from the valid one, what the message says besides the name)
+PENALTY_BAD_ARGUMENTS = {
+    "int logits": ("logits", lambda l: l.int(), "must have dtype"),
+    "logits not a tensor": ("logits", lambda l: l.tolist(), "torch.Tensor"),
+    "slot out of range": ("expanded_idx_mapping", lambda m: m + 10, "must lie in"),
+    "int64 mapping": ("expanded_idx_mapping", lambda m: m.long(), "must have dtype"),
+    "int64 tokens": ("token_ids", lambda t: t.long(), "must have dtype"),
+    "tokens length": ("token_ids", lambda t: t[:2], "must have shape"),
+    "local pos before row 0": ("expanded_local_pos", lambda t: t + 1, r"must lie in \[0, row\]"),
+    "local pos int64": ("expanded_local_pos", lambda t: t.long(), "must have dtype"),
+    "zero repetition": ("repetition_penalty", lambda t: t * 0, "must lie in"),
+    "nan repetition": ("repetition_penalty", lambda t: t * float("nan"), "must lie in"),
+    "repetition slots": ("repetition_penalty", lambda t: t[:1], "must have shape"),
+    "infinite frequency": ("frequency_penalty", lambda t: t + float("inf"), "must be finite"),
+    "nan frequency": ("frequency_penalty", lambda t: t * float("nan"), "must be finite"),
+    "fp64 frequency": ("frequency_penalty", lambda t: t.double(), "must have dtype"),
+    "infinite presence": ("presence_penalty", lambda t: t - float("inf"), "must be finite"),
+    "presence on another device": ("presence_penalty", lambda t: t.to("meta"), "is on meta"),
+    "bitset width": ("prompt_bin_mask", lambda t: t[:, :-1], "must have shape"),
+    "bitset int64": ("prompt_bin_mask", lambda t: t.long(), "must have dtype"),
+    "counts width": ("output_bin_counts", lambda t: t[:, :-1], "must have shape"),
+    "counts not a tensor": ("output_bin_counts", lambda t: t.tolist(), "torch.Tensor"),
+}
+STATE_BAD_ARGUMENTS = {
+    "slot out of range": ("idx_mapping", lambda m: m + 2, r"must lie in \[0, 2\)"),
+    "int64 mapping": ("idx_mapping", lambda m: m.long(), "must have dtype"),
+    "token past vocab": ("all_token_ids", lambda t: t + 33, r"must lie in \[0, 33\)"),
+    "negative token": ("all_token_ids", lambda t: t - 33, r"must lie in \[0, 33\)"),
+    "history slots": ("all_token_ids", lambda t: t[:1], "must have shape"),
+    "history strided": ("all_token_ids", lambda t: t.repeat_interleave(2, dim=-1)[:, ::2],
+                        "contiguous"),
+    "negative prompt_len": ("prompt_len", lambda n: n * 0 - 1, "0 <= prompt_len"),
+    "prompt_len int64": ("prompt_len", lambda n: n.long(), "must have dtype"),
+    "total_len past history": ("total_len", lambda n: n + 1, "total_len <= all_token_ids"),
+    "total_len slots": ("total_len", lambda n: n[:1], "must have shape"),
+    "bitset width": ("prompt_bin_mask", lambda t: t[:, :-1], "must have shape"),
+    "bitset rows overlap": ("prompt_bin_mask", _overlapping, "rows overlap"),
+    "counts not a tensor": ("output_bin_counts", lambda t: t.tolist(), "torch.Tensor"),
+    "counts rows overlap": ("output_bin_counts", _overlapping, "rows overlap"),
+    "counts fp32": ("output_bin_counts", lambda t: t.float(), "must have dtype"),
+}
+VALIDATED = {
+    "apply_penalties": {name for name, _, _ in PENALTY_BAD_ARGUMENTS.values()},
+    "build_penalty_state": {name for name, _, _ in STATE_BAD_ARGUMENTS.values()},
+}
+
+
 @pytest.mark.validation
 @pytest.mark.covers(kernel=KERNEL, detector="validation")
-@pytest.mark.parametrize("name, change, message", [
-    ("expanded_idx_mapping", lambda t: t + 10, "expanded_idx_mapping must lie in"),
-    ("expanded_local_pos", lambda t: t + 1, r"expanded_local_pos must lie in \[0, row\]"),
-    ("repetition_penalty", lambda t: t * 0, "repetition_penalty must lie in"),
-    ("token_ids", lambda t: t.long(), "token_ids must have dtype"),
-    ("output_bin_counts", lambda t: t[:, :-1], "output_bin_counts must have shape"),
-], ids=["slot out of range", "local pos before row 0", "zero repetition", "int64 tokens", "counts width"])
-def test_bad_argument_raises(name, change, message, device):
-    logits, tables, state, _ = build_inputs((33, 2, [2, 1], "normal", 0), device)
-    arguments = {**tables, **state}
+@pytest.mark.parametrize("case", sorted(PENALTY_BAD_ARGUMENTS))
+def test_bad_argument_raises(case, device, no_launch):
+    """Each bad argument raises ValueError naming it, before any launch."""
+    name, change, message = PENALTY_BAD_ARGUMENTS[case]
+    arguments, _ = _valid(device)
     arguments[name] = change(arguments[name])
-    with pytest.raises(ValueError, match=message):
-        apply_penalties(logits, **arguments)
+    with pytest.raises(ValueError, match=rf"\b{name}\b") as raised:
+        apply_penalties(**arguments)
+    assert re.search(message, str(raised.value)), raised.value
 
 
 @pytest.mark.validation
 @pytest.mark.covers(kernel="build_penalty_state", detector="validation")
-def test_state_rejects_tokens_past_the_vocab(device):
-    _, _, state, history = build_inputs((33, 2, [2, 1], "normal", 0), device)
-    history["all_token_ids"] = history["all_token_ids"] + 33
-    history["total_len"] = history["prompt_len"] + 1
-    with pytest.raises(ValueError, match=r"all_token_ids must lie in \[0, 33\)"):
-        build_penalty_state(**history, **state)
+@pytest.mark.parametrize("case", sorted(STATE_BAD_ARGUMENTS))
+def test_state_bad_argument_raises(case, device, no_launch):
+    """Each bad argument raises ValueError naming it, before any launch."""
+    name, change, message = STATE_BAD_ARGUMENTS[case]
+    _, arguments = _valid(device)
+    arguments[name] = change(arguments[name])
+    with pytest.raises(ValueError, match=rf"\b{name}\b") as raised:
+        build_penalty_state(**arguments)
+    assert re.search(message, str(raised.value)), raised.value
+
+
+@pytest.mark.validation
+@pytest.mark.covers(kernel="build_penalty_state", detector="validation")
+def test_state_rejects_a_slot_listed_twice(device, no_launch):
+    """A slot twice in idx_mapping raises ValueError: its output tokens would be counted twice."""
+    _, arguments = _valid(device)
+    arguments["idx_mapping"] = torch.tensor([1, 0, 1], dtype=torch.int32, device=device)
+    with pytest.raises(ValueError, match=r"\bidx_mapping must not repeat an id; got 1 twice"):
+        build_penalty_state(**arguments)
 
 
 class TestOverflow(OverflowTests):

@@ -1,5 +1,8 @@
 """``kernels.rejection`` against its float64 reference, which replays the kernels' Philox
-streams: accepted drafts, counts and resampled tokens compare exactly."""
+streams: accepted drafts, counts and resampled tokens compare exactly; and its input
+validation."""
+
+import re
 
 import pytest
 import torch
@@ -11,6 +14,7 @@ from reference.gumbel import assert_valid_token
 from kernels.rejection import rejection_sample
 from triton_overflow import OverflowTests
 from tests.cases import rejection as family
+from tests.test_harness import no_launch  # noqa: F401 (a fixture)
 
 KERNEL = "rejection_sample"
 # A random acceptance test this close to its threshold may go either way in fp32.
@@ -99,23 +103,90 @@ def test_copied_request_matches_request_zero(case, device):
     assert int(num_sampled[-1]) == int(num_sampled[0])
 
 
+def _valid(device, steps=2, counts=(3, 1)):
+    """Valid arguments: requests of ``counts`` rows, vocab 17, 2 slots, draft logits."""
+    return {**build_inputs((steps, list(counts), 17, 2, 0, "draft logits"), device),
+            "use_fp64": False}
+
+
+def _rates(steps, value):
+    return lambda rates: torch.full((steps, ), value)
+
+
+# case: (argument, bad value from the valid one, what the message says besides the name)
+BAD_ARGUMENTS = {
+    "int target": ("target_logits", lambda t: t.int(), "must have dtype"),
+    "1-D target": ("target_logits", lambda t: t[0], "2-D"),
+    "target not a tensor": ("target_logits", lambda t: t.tolist(), "torch.Tensor"),
+    "draft vocab": ("draft_logits", lambda t: t[:, :, :-1], "must be"),
+    "draft steps": ("draft_logits", lambda t: t[:, :1], r">= 2"),
+    "int draft": ("draft_logits", lambda t: t.int(), "must be"),
+    "draft strided vocab": ("draft_logits", lambda t: t.repeat_interleave(2, dim=-1)[..., ::2],
+                            "contiguous vocab"),
+    "draft not a tensor": ("draft_logits", lambda t: t.tolist(), "torch.Tensor"),
+    "draft past vocab": ("draft_sampled", lambda t: t + 10**6, "must lie below"),
+    "fp32 drafts": ("draft_sampled", lambda t: t.float(), "must have dtype"),
+    "drafts length": ("draft_sampled", lambda t: t[:2], "must have shape"),
+    "cu past rows": ("cu_num_logits", lambda t: t * 2, "must run from 0"),
+    "request too long": ("cu_num_logits", lambda t: torch.tensor([0, 0, 4], dtype=torch.int32,
+                                                                 device=t.device),
+                         "must give every request 1 to 3 logit rows"),
+    "cu int64": ("cu_num_logits", lambda t: t.long(), "must have dtype"),
+    "cu length": ("cu_num_logits", lambda t: t[:2], "must have shape"),
+    "int32 pos": ("pos", lambda t: t.int(), "must have dtype"),
+    "pos length": ("pos", lambda t: t[:3], "must have shape"),
+    "slot out of range": ("idx_mapping", lambda t: t + 9, "must lie in"),
+    "int64 slots": ("idx_mapping", lambda t: t.long(), "must have dtype"),
+    "row slot out of range": ("expanded_idx_mapping", lambda t: t + 9, "must lie in"),
+    "row slot not its request's": ("expanded_idx_mapping", lambda t: 1 - t,
+                                   "must give each row its request's slot"),
+    "local pos": ("expanded_local_pos", lambda t: t * 0 + 1, "must be each row's offset"),
+    "local pos int64": ("expanded_local_pos", lambda t: t.long(), "must have dtype"),
+    "negative temperature": ("temperature", lambda t: t - 5, "must lie in"),
+    "fp64 temperature": ("temperature", lambda t: t.double(), "must have dtype"),
+    "int32 seed": ("seed", lambda t: t.int(), "must have dtype"),
+    "seed slots": ("seed", lambda t: t[:1], "must have shape"),
+    "zero steps": ("num_speculative_steps", lambda n: 0, "must be an int >= 1"),
+    "float steps": ("num_speculative_steps", lambda n: 2.0, "must be an int"),
+    "too few steps for the rows": ("num_speculative_steps", lambda n: 1,
+                                   "every request 1 to 2 logit rows"),
+    "rate above 1": ("synthetic_conditional_rates", _rates(2, 1.5), r"must lie in \[0.0, 1.0\]"),
+    "nan rate": ("synthetic_conditional_rates", _rates(2, float("nan")), "must lie in"),
+    "too few rates": ("synthetic_conditional_rates", _rates(1, 0.5), "needs 2 entries"),
+    "fp64 rates": ("synthetic_conditional_rates", lambda r: torch.full((2, ), 0.5).double(),
+                   "must have dtype"),
+    "use_fp64 int": ("use_fp64", lambda f: 1, "must be a bool"),
+    "use_fp64 None": ("use_fp64", lambda f: None, "must be a bool"),
+}
+# Bools are ints to Python; a bool where an int is expected is refused all the same.
+BOOLS_AS_INTS = ("num_speculative_steps", )
+VALIDATED = {"rejection_sample": {name for name, _, _ in BAD_ARGUMENTS.values()}
+             | set(BOOLS_AS_INTS)}
+
+
 @pytest.mark.validation
 @pytest.mark.covers(kernel=KERNEL, detector="validation")
-@pytest.mark.parametrize("name, change, message", [
-    ("cu_num_logits", lambda t: t * 2, "cu_num_logits must run from 0"),
-    ("expanded_local_pos", lambda t: t * 0 + 1, "expanded_local_pos must be"),
-    ("idx_mapping", lambda t: t + 9, "idx_mapping must lie in"),
-    ("draft_sampled", lambda t: t + 10**6, "draft_sampled must lie below"),
-    ("num_speculative_steps", lambda t: 0, "num_speculative_steps must be a positive int"),
-    ("pos", lambda t: t.int(), "pos must have dtype"),
-    ("draft_logits", lambda t: t[:, :, :-1], "draft_logits must be"),
-], ids=["cu past rows", "local pos", "slot out of range", "draft past vocab", "zero steps",
-        "int32 pos", "draft vocab"])
-def test_bad_argument_raises(name, change, message, device):
-    inputs = build_inputs((2, [3, 1], 17, 2, 0, "draft logits"), device)
-    inputs[name] = change(inputs[name])
-    with pytest.raises(ValueError, match=message):
-        rejection_sample(**inputs)
+@pytest.mark.parametrize("case", sorted(BAD_ARGUMENTS))
+def test_bad_argument_raises(case, device, no_launch):
+    """Each bad argument raises ValueError naming it, before any launch."""
+    name, change, message = BAD_ARGUMENTS[case]
+    arguments = _valid(device)
+    bad = change(arguments[name])
+    arguments[name] = bad.to(device) if isinstance(bad, torch.Tensor) else bad
+    with pytest.raises(ValueError, match=rf"\b{name}\b") as raised:
+        rejection_sample(**arguments)
+    assert re.search(message, str(raised.value)), raised.value
+
+
+@pytest.mark.validation
+@pytest.mark.covers(kernel=KERNEL, detector="validation")
+@pytest.mark.parametrize("name", BOOLS_AS_INTS)
+def test_bool_is_not_an_int(name, device, no_launch):
+    """A bool where an int is expected raises ValueError naming the argument (True would
+    otherwise pass as 1 speculative step, which these requests of 2 rows fit)."""
+    arguments = {**_valid(device, steps=1, counts=(2, 1)), name: True}
+    with pytest.raises(ValueError, match=rf"\b{name} must be an int; got True"):
+        rejection_sample(**arguments)
 
 
 class TestOverflow(OverflowTests):

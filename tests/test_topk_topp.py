@@ -1,5 +1,7 @@
 """``kernels.topk_topp`` against its float64 reference, and its input validation."""
 
+import re
+
 import pytest
 import torch
 from hypothesis import example, given
@@ -10,6 +12,7 @@ from kernels.topk_topp import SCRATCH, apply_top_k_top_p
 from tests.strategies import LogitsSpec, build_logits, logits_specs, top_k_values, top_p_values
 from triton_overflow import OverflowTests
 from tests.cases import topk_topp as family
+from tests.test_harness import no_launch  # noqa: F401 (a fixture)
 
 KERNEL = "apply_top_k_top_p"
 
@@ -84,40 +87,69 @@ def test_ties_at_the_cutoff_are_kept(device):
 
 
 def _valid(device):
-    return (torch.zeros(2, 8, device=device), torch.ones(2, dtype=torch.int32, device=device),
-            torch.full((2, ), 0.5, device=device))
+    return dict(logits=torch.zeros(2, 8, device=device),
+                k=torch.ones(2, dtype=torch.int32, device=device),
+                p=torch.full((2, ), 0.5, device=device), mask_value=float("-inf"),
+                num_programs=None)
 
 
+def _strided(t):
+    """The same values with a last-dimension stride of 2."""
+    return t.repeat_interleave(2, dim=-1)[..., ::2]
+
+
+# case: (argument, bad value from the valid one, what the message says besides the name)
 BAD_ARGUMENTS = {
-    "fp16 logits": (lambda l, k, p: (l.half(), k, p), "dtype"),
-    "1-D logits": (lambda l, k, p: (l[0], k, p), "2-D"),
-    "strided vocab": (lambda l, k, p: (torch.zeros(2, 16, device=l.device)[:, ::2], k, p), "contiguous"),
-    "k int64": (lambda l, k, p: (l, k.long(), p), "k must have dtype"),
-    "k wrong length": (lambda l, k, p: (l, k[:1], p), "k must have shape"),
-    "k zero": (lambda l, k, p: (l, k * 0, p), "k must be >= 1"),
-    "p zero": (lambda l, k, p: (l, k, p * 0), "p must lie in"),
-    "p above one": (lambda l, k, p: (l, k, p * 3), "p must lie in"),
-    "p nan": (lambda l, k, p: (l, k, p * float("nan")), "p must lie in"),
-    "k on another device": (lambda l, k, p: (l, torch.ones(2, dtype=torch.int32, device="meta"), p), "k is on"),
+    "logits not a tensor": ("logits", lambda l: l.tolist(), "torch.Tensor"),
+    "fp16 logits": ("logits", lambda l: l.half(), "dtype"),
+    "1-D logits": ("logits", lambda l: l[0], "2-D"),
+    "strided vocab": ("logits", _strided, "contiguous"),
+    "overlapping rows": ("logits", lambda l: l[:1].expand(2, -1), "rows overlap"),
+    "k not a tensor": ("k", lambda k: k.tolist(), "torch.Tensor"),
+    "k int64": ("k", lambda k: k.long(), "must have dtype"),
+    "k wrong length": ("k", lambda k: k[:1], "must have shape"),
+    "k strided": ("k", _strided, "contiguous"),
+    "k zero": ("k", lambda k: k * 0, "must be >= 1"),
+    "k on another device": ("k", lambda k: k.to("meta"), "is on meta"),
+    "p fp64": ("p", lambda p: p.double(), "must have dtype"),
+    "p 2-D": ("p", lambda p: p[:, None], "must have shape"),
+    "p zero": ("p", lambda p: p * 0, "must lie in"),
+    "p above one": ("p", lambda p: p * 3, "must lie in"),
+    "p nan": ("p", lambda p: p * float("nan"), "must lie in"),
+    "mask_value nan": ("mask_value", lambda v: float("nan"), "real number"),
+    "mask_value string": ("mask_value", lambda v: "-inf", "real number"),
+    "mask_value bool": ("mask_value", lambda v: False, "real number"),
+    "num_programs zero": ("num_programs", lambda n: 0, ">= 1"),
+    "num_programs float": ("num_programs", lambda n: 2.0, "must be an int"),
 }
+# Bools are ints to Python; a bool where an int is expected is refused all the same.
+BOOLS_AS_INTS = ("num_programs", )
+VALIDATED = {"apply_top_k_top_p": {name for name, _, _ in BAD_ARGUMENTS.values()}
+             | set(BOOLS_AS_INTS)}
 
 
 @pytest.mark.validation
 @pytest.mark.covers(kernel=KERNEL, detector="validation")
-@pytest.mark.parametrize("name", sorted(BAD_ARGUMENTS))
-def test_bad_argument_raises_value_error(name, device):
+@pytest.mark.parametrize("case", sorted(BAD_ARGUMENTS))
+def test_bad_argument_raises_value_error(case, device, no_launch):
     """Each bad argument raises ValueError naming it, before any launch."""
-    change, message = BAD_ARGUMENTS[name]
-    logits, k, p = change(*_valid(device))
-    with pytest.raises(ValueError, match=message):
-        apply_top_k_top_p(logits, k, p)
+    name, change, message = BAD_ARGUMENTS[case]
+    arguments = _valid(device)
+    arguments[name] = change(arguments[name])
+    with pytest.raises(ValueError, match=rf"\b{name}\b") as raised:
+        apply_top_k_top_p(**arguments)
+    assert re.search(message, str(raised.value)), raised.value
 
 
 @pytest.mark.validation
-def test_bad_num_programs_raises(device):
-    logits, k, p = _valid(device)
-    with pytest.raises(ValueError, match="num_programs"):
-        apply_top_k_top_p(logits, k, p, num_programs=0)
+@pytest.mark.covers(kernel=KERNEL, detector="validation")
+@pytest.mark.parametrize("name", BOOLS_AS_INTS)
+@pytest.mark.parametrize("value", (True, False))
+def test_bool_is_not_an_int(name, value, device, no_launch):
+    """A bool where an int is expected raises ValueError naming the argument."""
+    arguments = {**_valid(device), name: value}
+    with pytest.raises(ValueError, match=rf"\b{name} must be an int; got {value}"):
+        apply_top_k_top_p(**arguments)
 
 
 def test_empty_batch_and_no_filters_are_no_ops(device):
