@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 # Vocab sizes around the kernels' blocks (1024, 2048, 4096, 8192) and odd ones.
 VOCABS = (1, 2, 3, 17, 100, 1000, 1023, 2049, 4095, 4097, 5003, 8193)
 VALUE_KINDS = ("normal", "ties", "some -inf", "all -inf rows", "wide")
+NAN_KINDS = ("some nan", "nan rows")  # for kernels that define what NaN gives (logprobs, ranks)
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,11 @@ class LogitsSpec:
 
 
 @st.composite
-def logits_specs(draw, max_rows=5, vocabs=VOCABS, dtypes=(torch.float32, )):
+def logits_specs(draw, max_rows=5, vocabs=VOCABS, dtypes=(torch.float32, ), kinds=VALUE_KINDS):
     return LogitsSpec(rows=draw(st.integers(1, max_rows)),
                       vocab=draw(st.sampled_from(vocabs)),
                       row_padding=draw(st.sampled_from((0, 0, 1, 37))),
-                      kind=draw(st.sampled_from(VALUE_KINDS)),
+                      kind=draw(st.sampled_from(kinds)),
                       seed=draw(st.integers(0, 2**31 - 1)),
                       dtype=draw(st.sampled_from(dtypes)))
 
@@ -52,6 +53,10 @@ def build_logits(spec, device):
         values[torch.rand(shape, generator=generator) < 0.3] = float("-inf")
     if spec.kind == "all -inf rows":
         values[torch.rand(spec.rows, generator=generator) < 0.5] = float("-inf")
+    if spec.kind == "some nan":
+        values[torch.rand(shape, generator=generator) < 0.2] = float("nan")
+    if spec.kind == "nan rows":
+        values[torch.rand(spec.rows, generator=generator) < 0.5] = float("nan")
     buffer = values.to(spec.dtype).to(device)
     return buffer[:, :spec.vocab]
 
@@ -75,3 +80,26 @@ def slot_tables(draw, rows):
 def row_slots(rows, slots, seed, device):
     generator = torch.Generator().manual_seed(seed)
     return torch.randint(0, slots, (rows, ), generator=generator, dtype=torch.int32).to(device)
+
+
+LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+EDGE_KINDS = ("normal", "ties", "wide", "some -inf", "all -inf rows")
+
+
+def padded(table, padding, fill):
+    """``table`` [R, W] as a view of a [R, W + padding] buffer whose extra columns hold ``fill``:
+    a row stride that is not the width, as a slice of a larger table has."""
+    if padding == 0 or table.dim() != 2:
+        return table
+    buffer = torch.full((table.size(0), table.size(1) + padding), fill, dtype=table.dtype,
+                        device=table.device)
+    buffer[:, :table.size(1)] = table
+    return buffer[:, :table.size(1)]
+
+
+def lying_row_stride(tensor):
+    """``tensor`` reporting its width as its row stride: what a launcher passing ``.size(1)``
+    (or the vocab size) where ``.stride(0)`` belongs would see. For padded rows only."""
+    width = tensor.size(1)
+    tensor.stride = lambda *dim: (width, 1) if not dim else (width if dim[0] == 0 else 1)
+    return tensor

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 import reference.bad_words as reference
 from kernels.bad_words import apply_bad_words
-from tests.strategies import LogitsSpec, build_logits
+from tests.strategies import (EDGE_KINDS, LOGITS_DTYPES, LogitsSpec, build_logits,
+                              lying_row_stride, padded)
 from triton_overflow import OverflowTests
 from tests.cases import bad_words as family
 from tests.test_harness import no_launch  # noqa: F401 (a fixture)
@@ -19,15 +20,21 @@ KERNEL = "apply_bad_words"
 
 @st.composite
 def bad_word_cases(draw):
-    vocab = draw(st.sampled_from((5, 17, 100)))
+    """Small and large vocabularies, short and long histories, fp32/fp16/bf16 logits with -inf
+    entries and rows, padded logits rows and padded per-request tables."""
+    vocab = draw(st.sampled_from((5, 17, 100, 1000, 5003)))
     slots = draw(st.integers(1, 3))
     counts = draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))  # rows per request
-    return vocab, slots, counts, draw(st.integers(0, 2**31 - 1)), draw(st.integers(1, 4))
+    return (vocab, slots, counts, draw(st.integers(0, 2**31 - 1)), draw(st.integers(1, 4)),
+            draw(st.sampled_from((12, 300, 2100))), draw(st.sampled_from(LOGITS_DTYPES)),
+            draw(st.sampled_from(EDGE_KINDS)), draw(st.sampled_from((0, 0, 1, 37))),
+            draw(st.sampled_from((0, 0, 5))))
 
 
 def build_inputs(case, device):
     """Histories drawn from a small alphabet, so that bad words really match."""
-    vocab, slots, counts, seed, max_words = case
+    vocab, slots, counts, seed, max_words, max_len, dtype, kind, row_padding, table_padding = (
+        tuple(case) + (12, torch.float32, "normal", 0, 0))[:10]
     generator = torch.Generator().manual_seed(seed)
     alphabet = min(vocab, 3)
     rows = sum(counts)
@@ -35,10 +42,11 @@ def build_inputs(case, device):
     mapping = torch.repeat_interleave(slot_of_request, torch.tensor(counts)).int()
     local_pos = torch.cat([torch.arange(c) for c in counts]).int()
     input_ids = torch.randint(0, alphabet, (rows, ), generator=generator).int()
-    max_len = 12
     all_token_ids = torch.randint(0, alphabet, (slots, max_len), generator=generator).int()
     prompt_len = torch.randint(0, 4, (slots, ), generator=generator).int()
-    total_len = (prompt_len + torch.randint(0, 6, (slots, ), generator=generator)).int()
+    total_len = torch.minimum(prompt_len + torch.randint(0, max_len - 3, (slots, ),
+                                                         generator=generator),
+                              torch.tensor(max_len)).int()
     words, offsets, num = [], [], []
     for _ in range(slots):
         lengths = torch.randint(1, 4, (max_words, ), generator=generator)
@@ -53,8 +61,11 @@ def build_inputs(case, device):
         bad_word_offsets=torch.stack(offsets).int(), num_bad_words=torch.tensor(num).int(),
         all_token_ids=all_token_ids, prompt_len=prompt_len, total_len=total_len,
         input_ids=input_ids, expanded_local_pos=local_pos)
-    logits = build_logits(LogitsSpec(rows, vocab, 0, "normal", seed), device)
-    return logits, {k: v.to(device) for k, v in tensors.items()}, max_words
+    tensors = {k: v.to(device) for k, v in tensors.items()}
+    for name in ("bad_word_token_ids", "bad_word_offsets", "all_token_ids"):
+        tensors[name] = padded(tensors[name], table_padding, alphabet - 1)
+    logits = build_logits(LogitsSpec(rows, vocab, row_padding, kind, seed, dtype), device)
+    return logits, tensors, max_words
 
 
 @pytest.mark.correctness
@@ -71,12 +82,28 @@ def test_matches_reference(case, device):
 
 
 @pytest.mark.correctness
+def test_padded_rows_expose_a_launcher_that_ignores_the_row_stride(device):
+    """With padded logits rows and tables, a launcher passing the width where the row stride
+    belongs masks other entries: the comparison above fails on it."""
+    case = (100, 2, [3, 2], 3, 4, 12, torch.float32, "normal", 37, 5)
+    logits, tables, max_words = build_inputs(case, device)
+    tables["num_bad_words"].fill_(max_words)
+    expected = logits.cpu().clone()
+    reference.apply_bad_words(expected, **{k: v.cpu() for k, v in tables.items()},
+                              max_num_bad_words=max_words)
+    assert bool(expected.isinf().any()), "the planted words must mask something"
+    apply_bad_words(lying_row_stride(logits), **tables, max_num_bad_words=max_words)
+    assert not torch.equal(logits.cpu(), expected)
+
+
+@pytest.mark.correctness
 @pytest.mark.covers(kernel=KERNEL, detector="row-0 copy")
 @given(case=bad_word_cases())
 def test_single_row_request_copied_to_the_end_matches_row_zero(case, device):
     """Row 0 (a one-row request) appended as a last one-row request with its slot: same mask."""
-    vocab, slots, counts, seed, max_words = case
-    logits, tables, _ = build_inputs((vocab, slots, [1] + counts + [1], seed, max_words), device)
+    vocab, slots, counts, seed, max_words, *layout = case
+    logits, tables, _ = build_inputs((vocab, slots, [1] + counts + [1], seed, max_words, *layout),
+                                     device)
     logits[-1] = logits[0]
     tables["expanded_idx_mapping"][-1] = tables["expanded_idx_mapping"][0]
     tables["input_ids"][-1] = tables["input_ids"][0]

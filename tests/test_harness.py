@@ -4,6 +4,7 @@ case, and the ``no_launch`` fixture those cases use."""
 
 import importlib
 import inspect
+import signal
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ import triton.runtime.jit
 
 from triton_overflow import mode
 from triton_overflow.huge import first_wrapping_row, huge_layout, landing_row, wrapped_offset
-from triton_overflow.isolation import run_isolated
+from triton_overflow.isolation import Outcome, run_isolated
+from triton_overflow.tiers import gpu_caught
 from triton_overflow.memory import DenseDeviceMemory
 from triton_overflow.twin import twin_source
 
@@ -108,7 +110,8 @@ def test_twin_leaves_code_outside_jit_functions_alone():
 
 
 def test_huge_layout_geometry():
-    """Layouts cross the boundary they claim, and never check a row whose wrap lands on row 0."""
+    """Layouts cross the boundary they claim, and never check a row whose wrap lands on the
+    start of row 0."""
     assert first_wrapping_row(131072) == 16384 and first_wrapping_row(151936) == 14135
     negative = huge_layout("negative", 131072)
     assert negative.rows == 16448 and negative.check_rows == (16384, 16447)
@@ -118,6 +121,33 @@ def test_huge_layout_geometry():
     assert landing_row(32768, 131072, aliased.rows) == 0
     with pytest.raises(ValueError, match="hide the bug"):
         huge_layout("negative", 16, row_stride=2**31)
+
+
+def test_a_wrap_into_another_column_of_row_0_is_still_checked():
+    """With V = 151936 the first aliased row wraps 111488 columns into row 0: a wrong read there
+    is shifted data, which shows, so the row is checked, and the row the read runs into is
+    poisoned."""
+    layout = huge_layout("aliased", 151936)
+    assert wrapped_offset(28269, 151936) == 111488
+    assert layout.check_rows == (28269, 28332)
+    assert 1 in layout.poison_rows and 0 not in layout.poison_rows
+
+
+@pytest.mark.parametrize("outcome, caught", [
+    (Outcome("crashed", 1.0, returncode=-signal.SIGSEGV), True),
+    (Outcome("crashed", 1.0, returncode=-signal.SIGKILL), False),
+    (Outcome("crashed", 1.0, returncode=1), False),
+    (Outcome("timeout", 900.0), False),
+    (Outcome("failed", 1.0, error="RuntimeError", message="CUDA error: an illegal memory access "
+             "was encountered"), True),
+    (Outcome("failed", 1.0, error="OutOfMemoryError", message="CUDA out of memory"), False),
+    (Outcome("failed", 1.0, error="RowMismatch", message="row 16447 ..."), True),
+    (Outcome("passed", 1.0), False),
+], ids=["segfault", "killed (out of memory)", "exit 1", "timeout", "illegal address",
+        "out of memory", "wrong row", "passed"])
+def test_a_gpu_twin_is_caught_only_by_a_fault_or_a_wrong_row(outcome, caught):
+    """An out-of-memory kill or a timeout says nothing about the twin."""
+    assert gpu_caught(outcome) is caught
 
 
 def test_memory_gate_says_what_was_needed():

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 import reference.logit_bias as reference
 from triton_overflow import OverflowTests, assert_rows_close
 from kernels.logit_bias import apply_logit_bias
-from tests.strategies import LogitsSpec, build_logits, logits_specs, row_slots
+from tests.strategies import (LOGITS_DTYPES, LogitsSpec, build_logits, logits_specs, padded,
+                              row_slots)
 from tests.cases import logit_bias as family
 from tests.test_harness import no_launch  # noqa: F401 (a fixture)
 
@@ -19,14 +20,15 @@ KERNEL = "apply_logit_bias"
 
 @st.composite
 def bias_cases(draw):
-    spec = draw(logits_specs(dtypes=(torch.float32, torch.float16)))
+    spec = draw(logits_specs(dtypes=LOGITS_DTYPES))
     slots = draw(st.integers(1, 4))
     widths = draw(st.tuples(st.integers(1, 9), st.integers(1, 9), st.integers(1, 5)))
-    return spec, slots, widths, draw(st.integers(0, 2**31 - 1))
+    return spec, slots, widths, draw(st.integers(0, 2**31 - 1)), draw(st.sampled_from((0, 0, 3)))
 
 
-def build_tables(spec, slots, widths, seed, device):
-    """Per-request tables with unique ids per list and counts up to each width."""
+def build_tables(spec, slots, widths, seed, device, table_padding=0):
+    """Per-request tables with unique ids per list and counts up to each width, as views of
+    wider buffers with ``table_padding``."""
     generator = torch.Generator().manual_seed(seed)
     vocab = spec.vocab
 
@@ -34,12 +36,13 @@ def build_tables(spec, slots, widths, seed, device):
         rows = [torch.randperm(vocab, generator=generator)[:width] for _ in range(slots)]
         table = torch.stack([torch.nn.functional.pad(r, (0, width - r.numel())) for r in rows])
         counts = torch.randint(0, min(width, vocab) + 1, (slots, ), generator=generator)
-        return table.int().to(device), counts.int().to(device)
+        return padded(table.int().to(device), table_padding, 0), counts.int().to(device)
 
     allowed, num_allowed = id_table(widths[0])
     num_allowed[torch.rand(slots, generator=generator) < 0.5] = 0
     bias_ids, num_bias = id_table(widths[1])
-    bias = torch.randn(slots, widths[1], generator=generator).to(device)
+    bias = padded(torch.randn(slots, widths[1], generator=generator).to(device), table_padding,
+                  1e9)
     stop_ids, num_stop = id_table(widths[2])
     min_lens = torch.randint(0, 20, (slots, ), generator=generator).int().to(device)
     mapping = row_slots(spec.rows, slots, seed, device)
@@ -53,9 +56,9 @@ def build_tables(spec, slots, widths, seed, device):
 @given(case=bias_cases())
 def test_matches_reference(case, device):
     """Allowed ids, bias and stop ids give the reference's rows."""
-    spec, slots, widths, seed = case
+    spec, slots, widths, seed, table_padding = case
     logits = build_logits(spec, device)
-    tables = build_tables(spec, slots, widths, seed, device)
+    tables = build_tables(spec, slots, widths, seed, device, table_padding)
     expected = logits.cpu().clone()
     reference.apply_logit_bias(expected, *[t.cpu() for t in tables])
     apply_logit_bias(logits, *tables)
@@ -66,10 +69,10 @@ def test_matches_reference(case, device):
 @pytest.mark.covers(kernel=KERNEL, detector="row-0 copy")
 @given(case=bias_cases())
 def test_copied_row_matches_row_zero(case, device):
-    spec, slots, widths, seed = case
+    spec, slots, widths, seed, table_padding = case
     spec = LogitsSpec(max(spec.rows, 2), spec.vocab, spec.row_padding, spec.kind, spec.seed, spec.dtype)
     logits = build_logits(spec, device)
-    tables = build_tables(spec, slots, widths, seed, device)
+    tables = build_tables(spec, slots, widths, seed, device, table_padding)
     mapping, pos = tables[0], tables[1]
     logits[-1], mapping[-1], pos[-1] = logits[0], mapping[0], pos[0]
     apply_logit_bias(logits, *tables)

@@ -8,9 +8,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import reference.logprob as reference
-from triton_overflow import OverflowTests, assert_rows_close, assert_rows_equal
+from triton_overflow import OverflowTests, RowMismatch, assert_rows_close, assert_rows_equal
 from kernels.logprob import compute_token_logprobs, compute_token_ranks
-from tests.strategies import LogitsSpec, build_logits, logits_specs
+from tests.strategies import NAN_KINDS, VALUE_KINDS, LogitsSpec, build_logits, logits_specs
 from tests.cases import logprob as family
 from tests.test_harness import no_launch  # noqa: F401 (a fixture)
 
@@ -19,7 +19,7 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 @st.composite
 def logprob_cases(draw):
-    spec = draw(logits_specs(dtypes=DTYPES))
+    spec = draw(logits_specs(dtypes=DTYPES, kinds=VALUE_KINDS + NAN_KINDS))
     num_ids = draw(st.integers(1, 8))
     id_seed = draw(st.integers(0, 2**31 - 1))
     return spec, num_ids, id_seed
@@ -38,12 +38,22 @@ def _ids(spec, num_ids, id_seed, device):
 @example(case=(LogitsSpec(3, 8193, 37, "some -inf", 1, torch.bfloat16), 8, 1))
 @example(case=(LogitsSpec(2, 1000, 0, "all -inf rows", 2), 3, 2))
 def test_logprobs_match_reference(case, device):
-    """Log-softmax at the chosen ids matches float64 within the input dtype's tolerance."""
+    """Log-softmax at the chosen ids matches float64 on the same (rounded) inputs within fp32's
+    tolerance: the kernel computes and writes fp32, whatever the input dtype."""
     spec, num_ids, id_seed = case
     logits = build_logits(spec, device)
     ids = _ids(spec, num_ids, id_seed, device)
     expected = reference.compute_token_logprobs(logits.cpu(), ids.cpu())
-    assert_rows_close(compute_token_logprobs(logits, ids), expected, "logprobs", spec.dtype)
+    produced = compute_token_logprobs(logits, ids)
+    assert produced.dtype == torch.float32
+    assert_rows_close(produced, expected, "logprobs", torch.float32)
+
+
+def test_logprob_tolerance_does_not_hide_a_bf16_sized_error():
+    """0.06 nats off a logprob of -5 passed the old bf16 tolerance; fp32's does not."""
+    expected = torch.tensor([[-5.0]], dtype=torch.float64)
+    with pytest.raises(RowMismatch):
+        assert_rows_close(expected.float() + 0.06, expected, "logprobs", torch.float32)
 
 
 @pytest.mark.correctness

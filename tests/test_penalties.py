@@ -9,9 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import reference.penalties as reference
-from triton_overflow import OverflowTests, assert_rows_close, assert_rows_equal
+from triton_overflow import OverflowTests, RowMismatch, assert_rows_close, assert_rows_equal
 from kernels.penalties import apply_penalties, build_penalty_state
-from tests.strategies import LogitsSpec, build_logits
+from tests.strategies import (EDGE_KINDS, LOGITS_DTYPES, LogitsSpec, build_logits,
+                              lying_row_stride, padded)
 from tests.cases import penalties as family
 from tests.test_harness import no_launch  # noqa: F401 (a fixture)
 
@@ -20,15 +21,20 @@ KERNEL = "apply_penalties"
 
 @st.composite
 def penalty_cases(draw):
+    """Vocab sizes around the 8192 block, fp32/fp16/bf16 logits, -inf entries and rows, padded
+    logits rows and padded (non-contiguous) bitset and count tables."""
     vocab = draw(st.sampled_from((1, 31, 33, 100, 1000, 8193)))
     slots = draw(st.integers(1, 4))
     counts = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
-    kind = draw(st.sampled_from(("normal", "ties", "wide")))
-    return vocab, slots, counts, kind, draw(st.integers(0, 2**31 - 1))
+    kind = draw(st.sampled_from(EDGE_KINDS))
+    return (vocab, slots, counts, kind, draw(st.integers(0, 2**31 - 1)),
+            draw(st.sampled_from(LOGITS_DTYPES)), draw(st.sampled_from((0, 0, 1, 37))),
+            draw(st.sampled_from((0, 0, 3))))
 
 
 def build_inputs(case, device):
-    vocab, slots, counts, kind, seed = case
+    vocab, slots, counts, kind, seed, dtype, row_padding, table_padding = (
+        tuple(case) + (torch.float32, 0, 0))[:8]
     generator = torch.Generator().manual_seed(seed)
     rows = sum(counts)
     requests = torch.randint(0, slots, (len(counts), ), generator=generator)
@@ -42,16 +48,20 @@ def build_inputs(case, device):
     repetition = torch.where(choice[0] < 0.3, 1.0, 0.5 + 2 * torch.rand(slots, generator=generator))
     frequency = torch.where(choice[1] < 0.3, 0.0, torch.randn(slots, generator=generator))
     presence = torch.where(choice[2] < 0.3, 0.0, torch.randn(slots, generator=generator))
-    logits = build_logits(LogitsSpec(rows, vocab, 0, kind, seed), device)
-    state = dict(prompt_bin_mask=torch.full((slots, -(-vocab // 32)), 7, dtype=torch.int32),
-                 output_bin_counts=torch.full((slots, vocab), 3, dtype=torch.int32))
+    logits = build_logits(LogitsSpec(rows, vocab, row_padding, kind, seed, dtype), device)
+    state = dict(prompt_bin_mask=padded(torch.full((slots, -(-vocab // 32)), 7, dtype=torch.int32,
+                                                   device=device), table_padding, -1),
+                 output_bin_counts=padded(torch.full((slots, vocab), 3, dtype=torch.int32,
+                                                     device=device), table_padding, 9))
     tables = dict(expanded_idx_mapping=mapping, token_ids=token_ids, expanded_local_pos=local_pos,
                   repetition_penalty=repetition.float(), frequency_penalty=frequency.float(),
                   presence_penalty=presence.float())
     history_tables = dict(idx_mapping=requests.int().unique(), all_token_ids=history,
                           prompt_len=prompt_len, total_len=total_len)
-    to = lambda d: {k: v.to(device) for k, v in d.items()}  # noqa: E731
-    return logits, to(tables), to(state), to(history_tables)
+    def to(tensors):
+        return {k: v if v.device == device else v.to(device) for k, v in tensors.items()}
+
+    return logits, to(tables), state, to(history_tables)
 
 
 @pytest.mark.correctness
@@ -78,7 +88,22 @@ def test_penalties_match_reference(case, device):
     reference.apply_penalties(expected, **{k: v.cpu() for k, v in tables.items()},
                               **{k: v.cpu() for k, v in state.items()})
     apply_penalties(logits, **tables, **state)
-    assert_rows_close(logits, expected, "penalised logits", torch.float32)
+    assert_rows_close(logits, expected, "penalised logits", logits.dtype)
+
+
+@pytest.mark.correctness
+def test_padded_rows_expose_a_launcher_that_ignores_the_row_stride(device):
+    """With padded logits rows and tables, a launcher passing the width where the row stride
+    belongs gives other rows' values: the comparison above fails on it."""
+    case = (1000, 3, [2, 2], "normal", 5, torch.float32, 37, 3)
+    logits, tables, state, history = build_inputs(case, device)
+    build_penalty_state(**history, **state)
+    expected = logits.cpu().clone()
+    reference.apply_penalties(expected, **{k: v.cpu() for k, v in tables.items()},
+                              **{k: v.cpu() for k, v in state.items()})
+    apply_penalties(lying_row_stride(logits), **tables, **state)
+    with pytest.raises(RowMismatch):
+        assert_rows_close(logits, expected, "penalised logits", logits.dtype)
 
 
 @pytest.mark.correctness
@@ -86,8 +111,9 @@ def test_penalties_match_reference(case, device):
 @given(case=penalty_cases())
 def test_copied_row_matches_row_zero(case, device):
     """Row 0 (made a one-row request) copied into a last one-row request: the same output."""
-    vocab, slots, counts, kind, seed = case
-    logits, tables, state, history = build_inputs((vocab, slots, [1] + counts + [1], kind, seed), device)
+    vocab, slots, counts, kind, seed, *layout = case
+    logits, tables, state, history = build_inputs(
+        (vocab, slots, [1] + counts + [1], kind, seed, *layout), device)
     build_penalty_state(**history, **state)
     logits[-1] = logits[0]
     tables["expanded_idx_mapping"][-1] = tables["expanded_idx_mapping"][0]

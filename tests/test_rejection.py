@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import reference.rejection as reference
 from reference.gumbel import assert_valid_token
 from kernels.rejection import rejection_sample
+from tests.strategies import LOGITS_DTYPES, lying_row_stride
 from triton_overflow import OverflowTests
 from tests.cases import rejection as family
 from tests.test_harness import no_launch  # noqa: F401 (a fixture)
@@ -23,29 +24,41 @@ MARGIN_TOLERANCE = 1e-4
 
 @st.composite
 def rejection_cases(draw):
+    """fp32/fp16/bf16 target and draft logits with -inf entries, padded target rows, draft
+    tables with spare steps and padded rows."""
     steps = draw(st.integers(1, 4))
     counts = draw(st.lists(st.integers(1, steps + 1), min_size=1, max_size=4))
     vocab = draw(st.sampled_from((2, 17, 1000, 8193)))
     slots = draw(st.integers(1, 4))
     return (steps, counts, vocab, slots, draw(st.integers(0, 2**31 - 1)),
-            draw(st.sampled_from(("draft logits", "no draft logits", "synthetic"))))
+            draw(st.sampled_from(("draft logits", "no draft logits", "synthetic"))),
+            draw(st.sampled_from(LOGITS_DTYPES)), draw(st.sampled_from(("normal", "some -inf"))),
+            draw(st.sampled_from((0, 0, 1, 37))), draw(st.sampled_from((0, 0, 2))))
 
 
 def build_inputs(case, device):
-    steps, counts, vocab, slots, seed, mode = case
+    steps, counts, vocab, slots, seed, mode, dtype, kind, row_padding, spare_steps = (
+        tuple(case) + (torch.float32, "normal", 0, 0))[:10]
     generator = torch.Generator().manual_seed(seed)
     rows = sum(counts)
     cu = torch.tensor([0] + torch.tensor(counts).cumsum(0).tolist(), dtype=torch.int32)
     idx_mapping = torch.randint(0, slots, (len(counts), ), generator=generator).int()
     expanded = torch.repeat_interleave(idx_mapping, torch.tensor(counts)).int()
     local_pos = torch.cat([torch.arange(c) for c in counts]).int()
-    target = 2 * torch.randn(rows, vocab, generator=generator)
-    draft = 2 * torch.randn(slots, steps, vocab, generator=generator)
+    target = 2 * torch.randn(rows, vocab + row_padding, generator=generator)
+    draft = 2 * torch.randn(slots, steps + spare_steps, vocab + row_padding, generator=generator)
+    if kind == "some -inf":
+        for values in (target, draft):
+            values[torch.rand(values.shape, generator=generator) < 0.2] = float("-inf")
+        target[:, 0] = 0.0  # every row keeps a finite entry
+        draft[..., 0] = 0.0
     proposals = torch.randint(0, vocab, (rows, ), generator=generator)
     agree = torch.rand(rows, generator=generator) < 0.6
-    proposals[1:][agree[:-1]] = target[:-1].argmax(1)[agree[:-1]]
+    proposals[1:][agree[:-1]] = target[:-1, :vocab].argmax(1)[agree[:-1]]
     temperature = torch.where(torch.rand(slots, generator=generator) < 0.4, 0.0,
                               0.3 + torch.rand(slots, generator=generator))
+    target = target.to(dtype).to(device)[:, :vocab]
+    draft = draft.to(dtype).to(device)[..., :vocab]
     inputs = dict(target_logits=target, draft_logits=draft if mode == "draft logits" else None,
                   draft_sampled=proposals, cu_num_logits=cu,
                   pos=torch.randint(0, 2**40, (rows, ), generator=generator), idx_mapping=idx_mapping,
@@ -87,12 +100,26 @@ def test_matches_reference(case, device):
 
 
 @pytest.mark.correctness
+def test_padded_rows_expose_a_launcher_that_ignores_the_row_stride(device):
+    """With padded target rows, a launcher passing the vocab size where the row stride belongs
+    reads other rows: accepted drafts or tokens differ from the reference."""
+    case = (3, [4, 4, 4], 1000, 2, 9, "no draft logits", torch.float32, "normal", 37, 0)
+    inputs = build_inputs(case, device)
+    inputs["temperature"].fill_(0.0)  # greedy: the target argmax decides every draft
+    expected, expected_num = reference.rejection_sample(**inputs)
+    sampled, num_sampled = rejection_sample(**{**inputs, "target_logits":
+                                               lying_row_stride(inputs["target_logits"])})
+    assert (sampled.cpu().tolist(), num_sampled.cpu().tolist()) != \
+        (expected.tolist(), expected_num.tolist())
+
+
+@pytest.mark.correctness
 @pytest.mark.covers(kernel=KERNEL, detector="row-0 copy")
 @given(case=rejection_cases())
 def test_copied_request_matches_request_zero(case, device):
     """Request 0's rows, slot and positions appended as a last request: the same outputs."""
-    steps, counts, vocab, slots, seed, mode = case
-    inputs = build_inputs((steps, counts + [counts[0]], vocab, slots, seed, mode), device)
+    steps, counts, vocab, slots, seed, mode, *layout = case
+    inputs = build_inputs((steps, counts + [counts[0]], vocab, slots, seed, mode, *layout), device)
     first, last = slice(0, counts[0]), slice(sum(counts), None)
     for name in ("target_logits", "draft_sampled", "pos"):
         inputs[name][last] = inputs[name][first]

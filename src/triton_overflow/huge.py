@@ -65,8 +65,10 @@ class HugeLayout:
 def huge_layout(mode, vocab, extra_rows=64, row_stride=None):
     """The smallest ``[rows, vocab]`` whose last ``extra_rows`` rows wrap in ``mode``.
 
-    Checked rows are the first row past the boundary (unless it lands on row 0, where a wrong
-    read would look right) and the last row.
+    Checked rows are the first row past the boundary and the last row, except one whose wrap
+    lands exactly on the start of row 0, where a wrong read would look right (a wrap into
+    another column of row 0 reads shifted data, which shows). The rows a wrap reads from,
+    other than row 0 and the checked rows, are poisoned.
     """
     stride = row_stride or vocab
     if stride < vocab:
@@ -85,8 +87,13 @@ def huge_layout(mode, vocab, extra_rows=64, row_stride=None):
             raise ValueError(f"{mode} layout for stride {stride}: row {row} offset {offset} "
                              "does not land in the intended range")
     candidates = [first, last] if first != last else [last]
-    check = tuple(r for r in candidates if landing_row(r, stride, rows) not in (0, ))
-    poison = tuple(sorted({landing_row(r, stride, rows) for r in check} - {None}))
-    if set(poison) & set(check):
-        raise ValueError(f"{mode} layout: a checked row's wrap lands on a checked row")
+    check = tuple(r for r in candidates if wrapped_offset(r, stride) != 0)
+    poison = set()
+    for row in check:
+        landed = landing_row(row, stride, rows)
+        if landed is not None:
+            poison.add(landed)
+            if wrapped_offset(row, stride) % stride + vocab > stride:
+                poison.add(landed + 1)  # a read from mid-row runs into the next row
+    poison = tuple(sorted(r for r in poison - {0} - set(check) if r < rows))
     return HugeLayout(mode, rows, vocab, stride, check, poison)

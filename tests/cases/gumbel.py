@@ -91,6 +91,12 @@ class GumbelSideOutputCase(Case):
             assert_rows_close(side[slot, self.column], expected,
                               f"side output of slot {slot} (row starts at slot * K * V)",
                               torch.float32, slot, run.row_stride)
+            untouched = planted[slot].view(self.steps, self.vocab_size)
+            for step in range(self.steps):
+                if step != self.column:
+                    assert_rows_equal(side[slot, step], untouched[step],
+                                      f"side output of slot {slot}, step {step}: never written",
+                                      slot, run.row_stride)
         for slot in run.poison_rows:
             assert_rows_equal(table[slot], planted[slot], f"poison slot {slot} untouched", slot,
                               run.row_stride)

@@ -109,8 +109,9 @@ def benchmarks(batch, kernels, data):
     """Benchmark rows at ``batch`` rows for ``kernels`` (the module or its twin)."""
     logits, mapping, generator = data.logits, data.mapping, data.generator
     vocab = logits.size(1)
-    table = torch.randint(0, vocab, (batch, 8), dtype=torch.int32, device="cuda",
-                          generator=generator)
+    # Eight distinct ids per row (the launcher refuses a repeated bias id).
+    starts = torch.randint(0, vocab // 8, (batch, 1), device="cuda", generator=generator)
+    table = (starts * 8 + torch.arange(8, device="cuda")).int()
     count8 = torch.full((batch, ), 8, dtype=torch.int32, device="cuda")
     bias = torch.randn(batch, 8, device="cuda")
     zeros = torch.zeros(batch, dtype=torch.int32, device="cuda")

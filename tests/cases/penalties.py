@@ -163,14 +163,16 @@ class BincountHistoryCase(Case):
         kernels.build_penalty_state(**inputs)
 
     def check(self, produced, history, run, planted, **inputs):
-        tokens = planted[0][:self.tail].long()
-        counts = torch.bincount(tokens[self.prompt:], minlength=self.vocab_size).int()
+        one = torch.zeros(1, dtype=torch.int32)
+        expected = {"prompt_bin_mask": torch.zeros(1, self.vocab_size // 32, dtype=torch.int32),
+                    "output_bin_counts": torch.zeros(1, self.vocab_size, dtype=torch.int32)}
+        reference.build_penalty_state(one, planted[0][None], one + self.prompt, one + self.tail,
+                                      **expected)
         for slot in self._slots(run):
-            assert_rows_equal(inputs["output_bin_counts"][slot], counts,
-                              f"counts of slot {slot} (history row starts at slot * max_model_len)",
-                              slot, run.row_stride)
-            assert_rows_equal(inputs["prompt_bin_mask"][slot], inputs["prompt_bin_mask"][0],
-                              f"prompt bitset of slot {slot}", slot, run.row_stride)
+            for name, table in expected.items():
+                assert_rows_equal(inputs[name][slot], table[0],
+                                  f"{name} of slot {slot} against the reference (history row "
+                                  f"starts at slot * max_model_len)", slot, run.row_stride)
 
 
 PENALTIES_CASE = PenaltiesLogitsCase()
