@@ -46,6 +46,7 @@ peak=$(sort -n "$out/gpu-memory.csv" 2>/dev/null | tail -n 1)
 
 echo
 grep -E "^(=+ .*(passed|failed).* =+|[0-9]+ passed.*)$" "$out/validation.log" | tail -n 1
+grep -E "triton-overflow: huge cases per GPU" "$out/validation.log"
 sed -n '/^| kernel/,/^$/p' "$out/validation/report.md" 2>/dev/null
 [ -f "$out/benchmark.md" ] && cat "$out/benchmark.md" || tail -n 20 "$out/benchmark.log"
 echo "nightly: wall time ${wall} s; peak device memory in use ${peak:-unknown} MiB;" \
