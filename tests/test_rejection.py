@@ -222,3 +222,34 @@ class TestOverflow(OverflowTests):
     cases = family.CASES
     compile_specs = family.COMPILE_SPECS
     small_batch_tests = False  # the hypothesis tests above cover small batches
+
+
+def _widening(kernel, undone):
+    """The index of the widening ``undone`` in ``kernel`` of kernels/rejection.py."""
+    from triton_overflow.tiers import _function_at
+    from triton_overflow.twin import list_widenings
+    file = "kernels/rejection.py"
+    found = [index for index, w in enumerate(list_widenings(file))
+             if w.text == undone and _function_at(file, w.line) == kernel]
+    assert len(found) == 1, (kernel, undone, found)
+    return found[0]
+
+
+@pytest.mark.interp
+@pytest.mark.huge
+@pytest.mark.parametrize("case, kernel, undone", [
+    (family.REJECTION_TARGET_ROWS, "_block_stats_kernel", "tl.program_id(0).to(tl.int64)"),
+    (family.REJECTION_DRAFT_SLOTS, "_block_stats_kernel",
+     "tl.load(idx_mapping_ptr + row).to(tl.int64)"),
+    (family.REJECTION_DRAFT_SLOTS, "_resample_kernel",
+     "tl.load(expanded_idx_mapping_ptr + row).to(tl.int64)"),
+], ids=["target block statistics", "draft block statistics", "resampled draft row"])
+def test_rows_alone_catch_the_mutants_that_once_survived(case, kernel, undone):
+    """Aliased, without the wrap check (the oracle the GPU tier has): wrong target block
+    statistics, a wrong draft log-sum-exp and a wrong draft row in the resample each change the
+    tokens. Each of these mutants passed the cases as they were before."""
+    from triton_overflow.tiers import run_huge
+    outcome = run_huge(case, "aliased", "lazy-host", twin=True, wrap_check=False,
+                       widening=_widening(kernel, undone))
+    assert outcome.status == "failed" and outcome.error in ("RowMismatch", "AssertionError"), \
+        outcome.summary() + "\n" + outcome.output

@@ -7,7 +7,8 @@ Both cases make every read matter. In the target-rows case the first two drafts 
 with a margin of one nat, so a log-sum-exp built from another row's block statistics rejects
 them, and the third is rejected, so its row is resampled. In the draft-logits case the first
 draft is accepted (target equal to draft) and the second rejected (its target probability far
-below the draft's), so the resample reads the draft row of the high slot.
+below the draft's, in a target row that is not the draft's), so the resample reads the draft
+row of the high slot, and what it reads changes the token.
 """
 
 import math
@@ -153,15 +154,16 @@ class RejectionDraftSlotsCase(Case):
         rows = ROWS * len(slots)
         inputs = _common(rows, run.rows, device)
         table = drafts.view(run.rows, STEPS, VOCAB)
-        # The target equals slot 0's draft (p = q: draft 0 accepted), but at step 1 the
-        # proposal is 30 nats less likely in the target than in the draft: draft 1 rejected,
-        # and its row resampled from max(p - q, 0), which reads the draft row of the slot.
-        # Rows a wrap can land on favour the proposals far more, so a wrong draft read changes
-        # what is accepted, and a wrong draft row changes the resampled token.
+        # The drafts propose slot 0's favourites. At step 0 the target equals the draft (p = q):
+        # accepted. At step 1 the target is another row, in which the proposal is unlikely:
+        # rejected, and resampled from max(p - q, 0), which reads the draft row of the slot and
+        # differs from p. Rows a wrap can land on favour the proposals far more, so a wrong
+        # draft read changes what is accepted, and a wrong draft row the resampled token.
         source = torch.cat([table[0].cpu(), source[STEPS:]])
         proposals = torch.zeros(rows, dtype=torch.int64)
         proposals[1:ROWS] = source[:STEPS].argmax(1)
-        source[1, int(proposals[2])] -= 30.0
+        source[1] = 2 * torch.randn(VOCAB, generator=generator)
+        source[1, int(proposals[2])] = -30.0
         for index in range(1, len(slots)):
             proposals[index * ROWS:(index + 1) * ROWS] = proposals[:ROWS]
         for slot in run.poison_rows:
