@@ -1,6 +1,6 @@
 """Self-tests of the machinery: the int32 twin, huge-case geometry, the memory gate, the
-interpreter hooks, and fault isolation; the guard that every launcher parameter has a validation
-case, and the ``no_launch`` fixture those cases use."""
+interpreter hooks, and fault isolation; and the guard that every launcher parameter has a
+validation case (its ``no_launch`` fixture lives in the root conftest.py)."""
 
 import importlib
 import inspect
@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import triton.runtime.jit
 
 from triton_overflow import mode
 from triton_overflow.huge import first_wrapping_row, huge_layout, landing_row, wrapped_offset
@@ -23,19 +22,6 @@ PLANTED = ROOT / "tests" / "planted"
 INTERPRETER = mode.INTERPRETER
 FAMILIES = sorted(path.stem for path in (ROOT / "kernels").glob("*.py")
                   if not path.stem.startswith("_"))
-
-
-@pytest.fixture
-def no_launch(monkeypatch):
-    """Any Triton kernel launch fails the test: a bad argument must stop on the host.
-
-    Family test modules import this fixture for their validation tests."""
-
-    def launch(kernel, grid):
-        raise AssertionError(f"{getattr(kernel, '__name__', kernel)} was launched with grid "
-                             f"{grid} before the bad argument was rejected")
-
-    monkeypatch.setattr(triton.runtime.jit.KernelInterface, "__getitem__", launch)
 
 
 def public_launchers(module):
