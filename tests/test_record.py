@@ -2,6 +2,7 @@
 as launched, give the same findings as the plain static check of the twins, with headroom."""
 
 import json
+import os
 import sys
 
 import pytest
@@ -40,3 +41,42 @@ def test_record_says_when_nothing_was_launched(tmp_path):
     done = run_python("-m", "triton_overflow", "record", "-o", tmp_path / "none.json", "--",
                       sys.executable, "-c", "print('no kernels here')")
     assert done.returncode == 2 and "no Triton kernel launch was recorded" in done.stderr
+    assert "sitecustomize" not in done.stderr, done.stderr  # the shim alone, none of its own
+
+
+_BOTH_INTERPRETER_PATHS = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def plain(x, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x + offsets, offsets, mask=offsets < n)
+
+tuned = triton.autotune(configs=[triton.Config({"BLOCK": 8})], key=["n"])(triton.jit(plain.fn))
+x = torch.zeros(40, dtype=torch.int32)
+plain[(3,)](x, 40, BLOCK=16)
+tuned[lambda meta: (triton.cdiv(40, meta["BLOCK"]),)](x, 40)
+"""
+
+
+def test_record_sees_both_interpreter_launch_paths_and_keeps_the_environments_sitecustomize(
+        tmp_path):
+    """`kernel[grid](...)` and an autotuner's `run` reach the interpreter by different routes
+    on Triton before 3.6; the user's own sitecustomize must still run, and nothing may print
+    an error at start-up."""
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("print('the environment sitecustomize ran')\n")
+    script = tmp_path / "launch.py"
+    script.write_text(_BOTH_INTERPRETER_PATHS)
+    env = dict(WITHOUT_INTERPRETER, TRITON_INTERPRET="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(own), env.get("PYTHONPATH")) if p)
+    launches = tmp_path / "launches.json"
+    done = run_python("-m", "triton_overflow", "record", "-o", launches, "--", sys.executable,
+                      script, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the environment sitecustomize ran" in done.stdout
+    assert "Error" not in done.stderr and "not recorded" not in done.stderr, done.stderr
+    grids = sorted(launch["grid"] for record in json.loads(launches.read_text())["launches"]
+                   for launch in record["launches"])
+    assert grids == [[3, 1, 1], [5, 1, 1]], grids

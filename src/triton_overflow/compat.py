@@ -121,11 +121,45 @@ def _jit_from_interpreted(interpreted):
     return JITFunction(interpreted.fn)
 
 
-def kernel_classes():
-    """The classes whose ``run(*args, grid, warmup, **kwargs)`` launches a kernel."""
+def observe_launches(observe):
+    """Call ``observe(kernel, args, kwargs, grid)`` before every launch that is not a warm-up,
+    on both launch paths: ``JITFunction.run`` (GPU) and the interpreter's. From Triton 3.6 the
+    interpreter launches through ``InterpretedFunction.run`` too; before, ``kernel[grid](...)``
+    goes straight to a ``GridExecutor`` and autotuners call a ``run`` each instance builds in
+    ``__init__``, so both of those are wrapped instead."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
-    return JITFunction, InterpretedFunction
+
+    def observed(run, bound=True):
+        def launch(*args, grid, warmup=False, **kwargs):
+            if not warmup:
+                kernel, arguments = (args[0], args[1:]) if bound else (launch.kernel, args)
+                observe(kernel, arguments, kwargs, grid)
+            return run(*args, grid=grid, warmup=warmup, **kwargs)
+        return launch
+
+    JITFunction.run = observed(JITFunction.run)
+    if "run" in vars(InterpretedFunction):
+        InterpretedFunction.run = observed(InterpretedFunction.run)
+        return
+    original_init, original_getitem = InterpretedFunction.__init__, InterpretedFunction.__getitem__
+
+    def __init__(self, fn, **kwargs):
+        original_init(self, fn, **kwargs)
+        self.run = observed(self.run, bound=False)
+        self.run.kernel = self
+
+    def __getitem__(self, grid):
+        executor = original_getitem(self, grid)
+
+        def launch(*args, **kwargs):
+            if not kwargs.get("warmup", False):
+                observe(self, args, {k: v for k, v in kwargs.items() if k != "warmup"}, grid)
+            return executor(*args, **kwargs)
+        return launch
+
+    InterpretedFunction.__init__ = __init__
+    InterpretedFunction.__getitem__ = __getitem__
 
 
 def argument_type(value):

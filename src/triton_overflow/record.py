@@ -2,8 +2,8 @@
 
 The command runs with a ``sitecustomize`` shim first on its ``PYTHONPATH``, so every Python
 process it starts (pytest, its xdist workers, the suite's child processes) records its launches
-once Triton is imported. Each launch is seen where both launch paths meet: ``run`` of Triton's
-``JITFunction`` (GPU) and ``InterpretedFunction`` (CPU interpreter). Triton's own
+once Triton is imported. Each launch is seen on both launch paths, ``JITFunction.run`` (GPU) and the
+interpreter's (``compat.observe_launches`` knows where that is on each version). Triton's own
 ``launch_enter_hook`` is not used because it carries neither the arguments nor the grid, and
 the interpreter never calls it.
 
@@ -142,16 +142,20 @@ class _AfterTritonImport:
 if os.environ.get("TRITON_OVERFLOW_RECORD") and "triton" not in sys.modules:
     sys.meta_path.insert(0, _AfterTritonImport())
 
-_here = os.path.dirname(os.path.abspath(__file__))
-_saved = list(sys.path)
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
-sys.modules.pop("sitecustomize", None)
-try:
-    import sitecustomize  # noqa: F401  the environment's own, if any
-except ImportError:
-    pass
-finally:
-    sys.path[:] = _saved
+
+def _run_the_environments_own():
+    """Run the sitecustomize this shim hides, if there is one; it stays out of sys.modules
+    (this module is "sitecustomize" there while site imports it)."""
+    import importlib.machinery
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is not None and spec.loader is not None:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+_run_the_environments_own()
 '''
 
 
@@ -161,25 +165,20 @@ _records = {}
 
 
 def install():
-    """Wrap ``run`` of both launch paths in this process (idempotent)."""
+    """Observe every launch of this process, on both launch paths (idempotent)."""
     global _installed
     if _installed:
         return
     from triton_overflow import compat
-    for cls in compat.kernel_classes():
-        original = cls.run
-
-        def run(self, *args, grid, warmup, _original=original, **kwargs):
-            if not warmup:
-                try:
-                    _observe(self, args, kwargs, grid)
-                except Exception as error:  # noqa: BLE001 - recording must never break a launch
-                    print(f"triton-overflow record: a launch was not recorded: {error}",
-                          file=sys.stderr)
-            return _original(self, *args, grid=grid, warmup=warmup, **kwargs)
-
-        cls.run = run
+    compat.observe_launches(_observe_safely)
     _installed = True
+
+
+def _observe_safely(kernel, args, kwargs, grid):
+    try:
+        _observe(kernel, args, kwargs, grid)
+    except Exception as error:  # noqa: BLE001 - recording must never break a launch
+        print(f"triton-overflow record: a launch was not recorded: {error}", file=sys.stderr)
 
 
 def _observe(kernel, args, kwargs, grid):
