@@ -73,19 +73,23 @@ def _sink_offsets(graph, flow):
         if op.name == "tt.addptr" and len(op.operands) >= 2:
             yield op.operands[1]
         elif op.name == "tt.make_tensor_ptr":
-            rank = (len(op.operands) - 1) // 3
-            strides = op.operands[1 + rank:1 + 2 * rank]
-            offsets = op.operands[1 + 2 * rank:]
-            yield from (o for o, s in zip(offsets, strides) if _is_one(flow, s))
+            yield from _unit_stride_offsets(flow, op, op.operands[1 + 2 * _rank(op):])
         elif op.name == "tt.advance":
             root = _tensor_pointer(flow, op.operands[0])
             offsets = op.operands[1:]
-            if root is None:
-                yield from offsets
-            else:
-                rank = (len(root.operands) - 1) // 3
-                strides = root.operands[1 + rank:1 + 2 * rank]
-                yield from (o for o, s in zip(offsets, strides) if _is_one(flow, s))
+            yield from offsets if root is None else _unit_stride_offsets(flow, root, offsets)
+
+
+def _rank(make_tensor_ptr):
+    """Operands of ``tt.make_tensor_ptr``: base, then shape, strides and offsets, rank each."""
+    return (len(make_tensor_ptr.operands) - 1) // 3
+
+
+def _unit_stride_offsets(flow, make_tensor_ptr, offsets):
+    """Those of ``offsets`` (one per dimension of the block pointer) whose stride is 1."""
+    rank = _rank(make_tensor_ptr)
+    strides = make_tensor_ptr.operands[1 + rank:1 + 2 * rank]
+    return (o for o, s in zip(offsets, strides) if _is_one(flow, s))
 
 
 def _is_one(flow, value):
