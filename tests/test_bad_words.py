@@ -11,7 +11,7 @@ from tests.strategies import (EDGE_KINDS, LOGITS_DTYPES, LogitsSpec, build_logit
                               lying_row_stride, padded)
 from triton_overflow import OverflowTests
 from tests.cases import bad_words as family
-from tests.validation import assert_rejected
+from tests.validation import arguments_covered, assert_rejected
 
 KERNEL = "apply_bad_words"
 
@@ -151,8 +151,7 @@ BAD_ARGUMENTS = {
 }
 # Bools are ints to Python; a bool where an int is expected is refused all the same.
 BOOLS_AS_INTS = ("max_num_bad_words", )
-VALIDATED = {"apply_bad_words": {name for name, _, _ in BAD_ARGUMENTS.values()}
-             | set(BOOLS_AS_INTS)}
+VALIDATED = {"apply_bad_words": arguments_covered(BAD_ARGUMENTS, *BOOLS_AS_INTS)}
 
 
 @pytest.mark.validation
@@ -169,10 +168,10 @@ def test_bad_argument_raises(case, device, no_launch):
 @pytest.mark.parametrize("value", (True, False))
 def test_bool_is_not_an_int(name, value, device, no_launch):
     """A bool where an int is expected raises ValueError naming the argument."""
-    arguments = {**_valid(device), name: value}
+    arguments = _valid(device)
     arguments["num_bad_words"].fill_(int(value))
-    with pytest.raises(ValueError, match=rf"\b{name} must be an int; got {value}"):
-        apply_bad_words(**arguments)
+    assert_rejected(apply_bad_words, arguments, name, lambda _: value,
+                    rf"\b{name} must be an int; got {value}")
 
 
 class TestOverflow(OverflowTests):

@@ -10,7 +10,7 @@ from triton_overflow import OverflowTests, assert_rows_close, assert_rows_equal
 from kernels.gumbel import apply_temperature, gumbel_sample
 from tests.strategies import LogitsSpec, build_logits, logits_specs, row_slots
 from tests.cases import gumbel as family
-from tests.validation import assert_rejected
+from tests.validation import arguments_covered, assert_rejected
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -182,8 +182,8 @@ SAMPLE_BAD_ARGUMENTS = {
     "col 2-D": ("output_processed_logits_col", lambda c: c[None], "one entry or one per row"),
 }
 VALIDATED = {
-    "apply_temperature": {name for name, _, _ in TEMPERATURE_BAD_ARGUMENTS.values()},
-    "gumbel_sample": {name for name, _, _ in SAMPLE_BAD_ARGUMENTS.values()},
+    "apply_temperature": arguments_covered(TEMPERATURE_BAD_ARGUMENTS),
+    "gumbel_sample": arguments_covered(SAMPLE_BAD_ARGUMENTS),
 }
 
 

@@ -11,7 +11,7 @@ from kernels.logit_bias import apply_logit_bias
 from tests.strategies import (LOGITS_DTYPES, LogitsSpec, build_logits, logits_specs, padded,
                               row_slots)
 from tests.cases import logit_bias as family
-from tests.validation import assert_rejected
+from tests.validation import arguments_covered, assert_rejected
 
 KERNEL = "apply_logit_bias"
 
@@ -128,7 +128,7 @@ BAD_ARGUMENTS = {
     "stop id past vocab": ("stop_token_ids", lambda t: t + 8, r"must lie in \[0, 8\)"),
     "stop ids 1-D": ("stop_token_ids", lambda t: t[:, 0], "must have shape"),
 }
-VALIDATED = {"apply_logit_bias": {name for name, _, _ in BAD_ARGUMENTS.values()}}
+VALIDATED = {"apply_logit_bias": arguments_covered(BAD_ARGUMENTS)}
 
 
 @pytest.mark.validation

@@ -10,7 +10,7 @@ from triton_overflow import OverflowTests, RowMismatch, assert_rows_close, asser
 from kernels.logprob import compute_token_logprobs, compute_token_ranks
 from tests.strategies import NAN_KINDS, VALUE_KINDS, LogitsSpec, build_logits, logits_specs
 from tests.cases import logprob as family
-from tests.validation import assert_rejected
+from tests.validation import arguments_covered, assert_rejected
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -121,8 +121,8 @@ LOGPROB_BAD_ARGUMENTS = {**LOGITS_CASES, **ID_CASES,
 RANK_BAD_ARGUMENTS = {**LOGITS_CASES, **ID_CASES,
                       "ids 2-D": ("token_ids", lambda i: i[:, None], "shape")}
 VALIDATED = {
-    "compute_token_logprobs": {name for name, _, _ in LOGPROB_BAD_ARGUMENTS.values()},
-    "compute_token_ranks": {name for name, _, _ in RANK_BAD_ARGUMENTS.values()},
+    "compute_token_logprobs": arguments_covered(LOGPROB_BAD_ARGUMENTS),
+    "compute_token_ranks": arguments_covered(RANK_BAD_ARGUMENTS),
 }
 
 

@@ -10,7 +10,7 @@ from kernels.min_p import apply_min_p
 from tests.strategies import LogitsSpec, build_logits, logits_specs, row_slots
 from triton_overflow import OverflowTests
 from tests.cases import min_p as family
-from tests.validation import assert_rejected
+from tests.validation import arguments_covered, assert_rejected
 
 KERNEL = "apply_min_p"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -79,7 +79,7 @@ BAD_ARGUMENTS = {
     "min_p strided": ("min_p", lambda p: p.repeat_interleave(2)[::2], "contiguous"),
     "min_p not a tensor": ("min_p", lambda p: 0.1, "torch.Tensor"),
 }
-VALIDATED = {"apply_min_p": {name for name, _, _ in BAD_ARGUMENTS.values()}}
+VALIDATED = {"apply_min_p": arguments_covered(BAD_ARGUMENTS)}
 
 
 @pytest.mark.validation

@@ -12,7 +12,7 @@ from kernels.penalties import apply_penalties, build_penalty_state
 from tests.strategies import (EDGE_KINDS, LOGITS_DTYPES, LogitsSpec, build_logits,
                               lying_row_stride, padded)
 from tests.cases import penalties as family
-from tests.validation import assert_rejected
+from tests.validation import arguments_covered, assert_rejected
 
 KERNEL = "apply_penalties"
 
@@ -175,8 +175,8 @@ STATE_BAD_ARGUMENTS = {
     "counts fp32": ("output_bin_counts", lambda t: t.float(), "must have dtype"),
 }
 VALIDATED = {
-    "apply_penalties": {name for name, _, _ in PENALTY_BAD_ARGUMENTS.values()},
-    "build_penalty_state": {name for name, _, _ in STATE_BAD_ARGUMENTS.values()},
+    "apply_penalties": arguments_covered(PENALTY_BAD_ARGUMENTS),
+    "build_penalty_state": arguments_covered(STATE_BAD_ARGUMENTS),
 }
 
 

@@ -13,7 +13,7 @@ from kernels.rejection import rejection_sample
 from tests.strategies import LOGITS_DTYPES, lying_row_stride
 from triton_overflow import OverflowTests
 from tests.cases import rejection as family
-from tests.validation import assert_rejected
+from tests.validation import arguments_covered, assert_rejected
 
 KERNEL = "rejection_sample"
 # A random acceptance test this close to its threshold may go either way in fp32.
@@ -185,8 +185,7 @@ BAD_ARGUMENTS = {
 }
 # Bools are ints to Python; a bool where an int is expected is refused all the same.
 BOOLS_AS_INTS = ("num_speculative_steps", )
-VALIDATED = {"rejection_sample": {name for name, _, _ in BAD_ARGUMENTS.values()}
-             | set(BOOLS_AS_INTS)}
+VALIDATED = {"rejection_sample": arguments_covered(BAD_ARGUMENTS, *BOOLS_AS_INTS)}
 
 
 @pytest.mark.validation
@@ -203,9 +202,8 @@ def test_bad_argument_raises(case, device, no_launch):
 def test_bool_is_not_an_int(name, device, no_launch):
     """A bool where an int is expected raises ValueError naming the argument (True would
     otherwise pass as 1 speculative step, which these requests of 2 rows fit)."""
-    arguments = {**_valid(device, steps=1, counts=(2, 1)), name: True}
-    with pytest.raises(ValueError, match=rf"\b{name} must be an int; got True"):
-        rejection_sample(**arguments)
+    assert_rejected(rejection_sample, _valid(device, steps=1, counts=(2, 1)), name,
+                    lambda _: True, rf"\b{name} must be an int; got True")
 
 
 class TestOverflow(OverflowTests):

@@ -10,7 +10,7 @@ from kernels.topk_topp import SCRATCH, apply_top_k_top_p
 from tests.strategies import LogitsSpec, build_logits, logits_specs, top_k_values, top_p_values
 from triton_overflow import OverflowTests
 from tests.cases import topk_topp as family
-from tests.validation import assert_rejected
+from tests.validation import arguments_covered, assert_rejected
 
 KERNEL = "apply_top_k_top_p"
 
@@ -122,8 +122,7 @@ BAD_ARGUMENTS = {
 }
 # Bools are ints to Python; a bool where an int is expected is refused all the same.
 BOOLS_AS_INTS = ("num_programs", )
-VALIDATED = {"apply_top_k_top_p": {name for name, _, _ in BAD_ARGUMENTS.values()}
-             | set(BOOLS_AS_INTS)}
+VALIDATED = {"apply_top_k_top_p": arguments_covered(BAD_ARGUMENTS, *BOOLS_AS_INTS)}
 
 
 @pytest.mark.validation
@@ -140,9 +139,8 @@ def test_bad_argument_raises_value_error(case, device, no_launch):
 @pytest.mark.parametrize("value", (True, False))
 def test_bool_is_not_an_int(name, value, device, no_launch):
     """A bool where an int is expected raises ValueError naming the argument."""
-    arguments = {**_valid(device), name: value}
-    with pytest.raises(ValueError, match=rf"\b{name} must be an int; got {value}"):
-        apply_top_k_top_p(**arguments)
+    assert_rejected(apply_top_k_top_p, _valid(device), name, lambda _: value,
+                    rf"\b{name} must be an int; got {value}")
 
 
 def test_empty_batch_and_no_filters_are_no_ops(device):

@@ -16,3 +16,9 @@ def assert_rejected(launcher, arguments, name, change, message, device=None):
     with pytest.raises(ValueError, match=rf"\b{name}\b") as raised:
         launcher(**{**arguments, name: bad})
     assert re.search(message, str(raised.value)), raised.value
+
+
+def arguments_covered(bad_arguments, *also):
+    """The launcher arguments a family's bad-argument table (``{case: (name, change,
+    message)}``) covers, and those ``also`` names (covered by tests of their own)."""
+    return {name for name, _, _ in bad_arguments.values()} | set(also)
