@@ -33,17 +33,6 @@ def gib(nbytes):
     return f"{nbytes / GIB:.1f} GiB"
 
 
-def tensor_bytes(shape, dtype):
-    count = 1
-    for size in shape:
-        count *= size
-    return count * torch.empty((), dtype=dtype).element_size()
-
-
-def _itemsize(dtype):
-    return torch.empty((), dtype=dtype).element_size()
-
-
 class LazyHostMemory:
     name = "lazy host memory"
     device = torch.device("cpu")
@@ -51,7 +40,7 @@ class LazyHostMemory:
 
     @staticmethod
     def estimate(layout, dtype, rows):
-        return layout.elements * _itemsize(dtype)
+        return layout.elements * dtype.itemsize
 
     def background(self):
         return None
@@ -78,7 +67,7 @@ class DenseDeviceMemory:
 
     @staticmethod
     def estimate(layout, dtype, rows):
-        return layout.elements * _itemsize(dtype)
+        return layout.elements * dtype.itemsize
 
     def background(self):
         return None
@@ -146,7 +135,7 @@ class AliasedDeviceMemory:
     @staticmethod
     def estimate(layout, dtype, rows):
         """Physical bytes: the chunks under the planted rows, and the shared chunk."""
-        chunks = _dedicated_chunks(layout, _itemsize(dtype), rows, GRANULE)
+        chunks = _dedicated_chunks(layout, dtype.itemsize, rows, GRANULE)
         return (len(chunks) + 1) * GRANULE
 
     def shortfall(self, nbytes, case=None):
@@ -187,7 +176,7 @@ class AliasedDeviceMemory:
         prop = self._properties()
         granule = _call("cuMemGetAllocationGranularity", prop, driver
                         .CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM)
-        itemsize = _itemsize(dtype)
+        itemsize = dtype.itemsize
         span = _round_up(layout.elements * itemsize, granule)
         guard = _round_up(2**31 * itemsize, granule)
         dedicated = _dedicated_chunks(layout, itemsize, rows, granule)
