@@ -1,7 +1,5 @@
 """Reference for ``kernels.logit_bias``, per row in float64."""
 
-import torch
-
 
 def apply_logit_bias(logits, expanded_idx_mapping, pos, num_allowed_token_ids, allowed_token_ids,
                      num_logit_bias, logit_bias_token_ids, logit_bias, min_lens,

@@ -71,12 +71,6 @@ def top_p_values():
     return st.one_of(st.sampled_from((1.0, 1e-6, 0.5)), st.floats(0.01, 0.999))
 
 
-@st.composite
-def slot_tables(draw, rows):
-    """(slots, mapping seed): a request-slot count and a seed for each row's slot."""
-    return draw(st.integers(1, 4)), draw(st.integers(0, 2**31 - 1))
-
-
 def row_slots(rows, slots, seed, device):
     generator = torch.Generator().manual_seed(seed)
     return torch.randint(0, slots, (rows, ), generator=generator, dtype=torch.int32).to(device)

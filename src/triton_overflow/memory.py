@@ -304,15 +304,6 @@ def allocator(backend):
             from None
 
 
-def free_device_memory():
-    """(free, total) bytes of the current CUDA device, or None without one."""
-    if not torch.cuda.is_available():
-        return None
-    gc.collect()
-    torch.cuda.empty_cache()
-    return torch.cuda.mem_get_info()
-
-
 def _read_int(path):
     try:
         return int(Path(path).read_text().split()[0])

@@ -169,11 +169,6 @@ def _source_tree(file):
         return None
 
 
-def product_expression(file, line, column, shift=False):
-    """The product at ``file:line:column`` as written (``row * stride``), else the line."""
-    return product_parts(file, line, column, shift)[0]
-
-
 def product_parts(file, line, column, shift=False, nested=None):
     """(the product, its left side, its right side) as written at ``file:line:column``.
 
