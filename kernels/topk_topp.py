@@ -1,4 +1,4 @@
-"""Exact top-k and top-p (nucleus) masking of fp32 logits, in place.
+"""Exact top-k and top-p (nucleus) masking of logits (fp32, fp16 or bf16), in place.
 
 For each row of ``logits [B, V]``:
 
@@ -9,15 +9,29 @@ For each row of ``logits [B, V]``:
 3. every other entry becomes ``mask_value``.
 
 The cutoffs are exact. Values are mapped to uint32 keys whose integer order is the float order.
-For k <= SCRATCH / 2 one pass estimates a floor above which about (k + SCRATCH) / 2 entries of
-Gaussian-like logits lie, a second gathers those entries into a per-program scratch row, and a
-most-significant-digit radix select (8-bit digits) on them in registers gives the k-th largest
-key; top-p then runs a 4-bit-digit radix descent on probability mass over the same registers.
-Rows where the floor misses (fewer than k or more than SCRATCH entries above it: ties, -inf,
-skewed logits, large k) take the general path: the radix select streams the row once per digit
-(stopping early once the kept count is exact), and top-p gathers the survivors when at most
-SCRATCH remain, or else streams the row once per digit of its descent. Either way a last pass
-writes mask_value below the cutoff.
+
+Passes over the logits (each reads the row; only the last writes):
+
+- top-k with k <= SCRATCH / 2 (with or without top-p): three reads and one write. One pass
+  estimates a floor above which about (k + SCRATCH) / 2 entries of Gaussian-like logits lie
+  (mean and spread), a second gathers those entries into a per-program scratch row, and the
+  k-th largest key (a most-significant-digit radix select, 8-bit digits) and the top-p cutoff
+  (a 4-bit-digit radix descent on probability mass) are found in registers from there; the
+  last pass masks. Rows where the floor misses (fewer than k or more than SCRATCH entries
+  above it: ties, -inf, skewed logits) take the general path.
+- general top-k (large k, or a missed floor): the radix select streams the row once per 8-bit
+  digit, at most four times, stopping once the kept count is exact.
+- top-p over more than SCRATCH survivors (top-p alone, or after a large k): four reads and one
+  write for Gaussian-like rows. The softmax statistics of the survivors (max, sum of
+  exponentials, count, smallest) in one pass; a histogram of WINDOW_BINS equal value bins over a
+  window that surely holds the cutoff (below it the survivors weigh less than half of what top-p
+  drops) in a second; the bins whose bounded, or estimated, mass reaches p * total are gathered
+  with the exact mass above them in a third, and the mass descent finishes in registers. When
+  those bins hold more than SCRATCH survivors the window narrows to them and is histogrammed
+  again (at most WINDOWS histograms); when the exact masses refute the bins (a bracket that
+  holds too many ties), the streamed descent takes over: two passes for the survivors' max and
+  mass, then one per 4-bit digit of the mass descent.
+- every path ends with one pass that reads the row and writes mask_value below the cutoff.
 
 Rows with no finite entry are left unchanged by top-p. NaN logits are not supported.
 
@@ -31,9 +45,12 @@ import triton.language as tl
 
 from kernels._launch import check_int, check_logits, check_real, check_table, persistent_programs
 
+LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 SCRATCH = 1024  # entries gathered into registers for the exact cutoffs
 _BLOCK = 8192  # vocab entries per loop step
 _MASS_BLOCK = 512  # vocab entries per step of the streamed top-p descent
+_WINDOW_BINS = 1024  # bins of the value histograms that bracket a top-p cutoff
+_WINDOWS = 3  # value histograms before a top-p cutoff falls back to the streamed descent
 _NUM_WARPS = 8
 
 
@@ -82,7 +99,7 @@ def _top_k_cutoff(row_ptr, vocab_size, k, BLOCK: tl.constexpr):
             for start in range(0, vocab_size, BLOCK):
                 offs = start + tl.arange(0, BLOCK)
                 in_row = offs < vocab_size
-                key = _order_key(tl.load(row_ptr + offs, mask=in_row, other=0.0))
+                key = _order_key(tl.load(row_ptr + offs, mask=in_row, other=0.0).to(tl.float32))
                 match = in_row & _same_prefix(key, prefix, 32 - 8 * level)
                 digit = ((key >> (24 - 8 * level)) & 255).to(tl.int32)
                 hist += tl.histogram(digit, 256, mask=match)
@@ -128,7 +145,7 @@ def _gather(row_ptr, scratch_ptr, vocab_size, lowest, BLOCK: tl.constexpr, SCRAT
     for start in range(0, vocab_size, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         in_row = offs < vocab_size
-        x = tl.load(row_ptr + offs, mask=in_row, other=0.0)
+        x = tl.load(row_ptr + offs, mask=in_row, other=0.0).to(tl.float32)
         keep = in_row & (_order_key(x) >= lowest)
         slot = count + tl.cumsum(keep.to(tl.int32), 0) - 1
         tl.store(scratch_ptr + slot, x, mask=keep & (slot < SCRATCH))
@@ -154,20 +171,27 @@ def _top_k_cutoff_gathered(key, valid, k):
 
 
 @triton.jit
-def _top_p_cutoff_gathered(x, key, valid, cutoff, p):
-    # Mass radix descent, 4 bits a level, over the survivors (key >= cutoff) of a block in
-    # registers.
-    survivor = valid & (key >= cutoff)
-    top = tl.max(tl.where(survivor, x, float("-inf")), 0)
-    total = tl.sum(tl.where(survivor & (x > float("-inf")), tl.exp(x - top), 0.0), 0)
+def _mass_descent(x, key, survivor, top, above, target):
+    # Mass radix descent, 4 bits a level, over the survivors of a block in registers: the
+    # largest key whose mass (relative to exp(top)), plus `above`, reaches target. Also whether
+    # every level could reach it (rounding can leave the whole mass a hair under).
     prefix = tl.zeros((), dtype=tl.uint32)
-    above = tl.zeros((), dtype=tl.float32)
     reached = tl.full((), 1, tl.int32)
     for level in tl.static_range(8):
         match = survivor & _same_prefix(key, prefix, 32 - 4 * level)
         hist = _mass_histogram(x, key, match, top, 28 - 4 * level)
-        prefix, above, reached = _mass_step(hist, above, p * total, prefix, reached,
-                                            28 - 4 * level)
+        prefix, above, reached = _mass_step(hist, above, target, prefix, reached, 28 - 4 * level)
+    return prefix, reached
+
+
+@triton.jit
+def _top_p_cutoff_gathered(x, key, valid, cutoff, p):
+    # Top-p over the survivors (key >= cutoff) of a block in registers.
+    survivor = valid & (key >= cutoff)
+    top = tl.max(tl.where(survivor, x, float("-inf")), 0)
+    total = tl.sum(tl.where(survivor & (x > float("-inf")), tl.exp(x - top), 0.0), 0)
+    prefix, reached = _mass_descent(x, key, survivor, top, tl.zeros((), dtype=tl.float32),
+                                    p * total)
     return _settle_cutoff(prefix, cutoff, reached, top)
 
 
@@ -179,13 +203,13 @@ def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, p, BLOCK: tl.constexpr):
     for start in range(0, vocab_size, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         in_row = offs < vocab_size
-        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf"))
+        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
         keep = in_row & (_order_key(x) >= cutoff)
         top = tl.maximum(top, tl.max(tl.where(keep, x, float("-inf")), 0))
     for start in range(0, vocab_size, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         in_row = offs < vocab_size
-        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf"))
+        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
         keep = in_row & (_order_key(x) >= cutoff) & (x > float("-inf"))
         total += tl.sum(tl.where(keep, tl.exp(x - top), 0.0), 0)
     prefix = tl.zeros((), dtype=tl.uint32)
@@ -196,13 +220,167 @@ def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, p, BLOCK: tl.constexpr):
         for start in range(0, vocab_size, BLOCK):
             offs = start + tl.arange(0, BLOCK)
             in_row = offs < vocab_size
-            x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf"))
+            x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
             key = _order_key(x)
             match = in_row & (key >= cutoff) & _same_prefix(key, prefix, 32 - 4 * level)
             hist += _mass_histogram(x, key, match, top, 28 - 4 * level)
         prefix, above, reached = _mass_step(hist, above, p * total, prefix, reached,
                                             28 - 4 * level)
     return _settle_cutoff(prefix, cutoff, reached, top)
+
+
+@triton.jit
+def _survivor_softmax(row_ptr, vocab_size, cutoff, BLOCK: tl.constexpr):
+    # One pass over the survivors (key >= cutoff): their largest value `top`, their mass
+    # sum(exp(x - top)) (rescaled as `top` grows), how many are finite and the smallest of those.
+    top = tl.full((), float("-inf"), tl.float32)
+    total = tl.zeros((), dtype=tl.float32)
+    count = tl.zeros((), dtype=tl.int32)
+    lowest = tl.full((), float("inf"), tl.float32)
+    for start in range(0, vocab_size, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        in_row = offs < vocab_size
+        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
+        keep = in_row & (_order_key(x) >= cutoff) & (x > float("-inf"))
+        new_top = tl.maximum(top, tl.max(tl.where(keep, x, float("-inf")), 0))
+        shift = tl.where(new_top > float("-inf"), new_top, 0.0)
+        total = total * tl.exp(top - shift) + tl.sum(tl.where(keep, tl.exp(x - shift), 0.0), 0)
+        top = new_top
+        count += tl.sum(keep.to(tl.int32), 0)
+        lowest = tl.minimum(lowest, tl.min(tl.where(keep, x, float("inf")), 0))
+    return top, total, count, lowest
+
+
+@triton.jit
+def _value_bin(x, low, scale, BINS: tl.constexpr):
+    # Bin of x among BINS equal bins from `low` up (scale = BINS / their width): -1 below them,
+    # BINS above. Monotone in x, so every run of bins holds an interval of values.
+    position = tl.minimum(tl.maximum((x - low) * scale, -1.0), BINS * 1.0)
+    return tl.floor(position).to(tl.int32)
+
+
+@triton.jit
+def _window_histogram(row_ptr, vocab_size, cutoff, low, scale, top, BLOCK: tl.constexpr,
+                      BINS: tl.constexpr):
+    # One pass: the number of survivors in each bin, and the exact mass (relative to exp(top))
+    # of the survivors above the bins.
+    hist = tl.zeros((BINS, ), dtype=tl.int32)
+    above = tl.zeros((), dtype=tl.float32)
+    for start in range(0, vocab_size, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        in_row = offs < vocab_size
+        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
+        keep = in_row & (_order_key(x) >= cutoff)
+        bin = _value_bin(x, low, scale, BINS)
+        inside = keep & (bin >= 0) & (bin < BINS)
+        hist += tl.histogram(tl.minimum(tl.maximum(bin, 0), BINS - 1), BINS, mask=inside)
+        above += tl.sum(tl.where(keep & (bin >= BINS), tl.exp(x - top), 0.0), 0)
+    return hist, above
+
+
+@triton.jit
+def _pick_bracket(hist, above, low, step, top, target, SCRATCH: tl.constexpr,
+                  BINS: tl.constexpr):
+    # Bins [first, last] that hold the top-p cutoff, and how many survivors they hold. Each
+    # bin's mass lies between its count times exp of its edges, which bounds the bins that
+    # can hold the cutoff; when those hold more than SCRATCH survivors, the bins where an
+    # estimate of the mass reaches the target (checked after gathering).
+    bins = tl.arange(0, BINS)
+    edges = low + bins.to(tl.float32) * step - top
+    counts = hist.to(tl.float32)
+    surely_reaches = above + tl.cumsum(counts * tl.exp(edges - 0.01 * step), 0,
+                                       reverse=True) >= target * (1.0 + 1e-5)
+    may_reach = above + tl.cumsum(counts * tl.exp(edges + 1.01 * step), 0,
+                                  reverse=True) >= target * (1.0 - 1e-5)
+    first = tl.maximum(tl.max(tl.where(surely_reaches, bins, -1), 0), 0)
+    last = tl.max(tl.where(may_reach, bins, -1), 0)
+    held = tl.sum(tl.where((bins >= first) & (bins <= last), hist, 0), 0)
+    if held > SCRATCH:
+        # A bin's mass is about count * exp(centre). Its error is taken as that of one offset
+        # shared by all its entries (ties, as fp16 and bf16 logits have, move together), spread
+        # evenly over the bin: count * exp(centre) * step / sqrt(12). Keep the bins whose
+        # estimated masses reach the target within four such standard deviations.
+        centre_mass = counts * tl.exp(edges + 0.5 * step) * (1.0 + step * step / 24.0)
+        variance = centre_mass * centre_mass * (step * step / 12.0)
+        reached_at = above + tl.cumsum(centre_mass, 0, reverse=True)
+        margin = 4.0 * tl.sqrt(tl.cumsum(variance, 0, reverse=True)) + 1e-5 * target
+        candidate = (reached_at + margin >= target) & (reached_at - centre_mass - margin < target)
+        first = tl.maximum(tl.min(tl.where(candidate, bins, BINS), 0), first)
+        last = tl.minimum(tl.max(tl.where(candidate, bins, -1), 0), last)
+        held = tl.sum(tl.where((bins >= first) & (bins <= last), hist, 0), 0)
+    return first, last, held
+
+
+@triton.jit
+def _gather_bins(row_ptr, scratch_ptr, vocab_size, cutoff, low, scale, first, last, top,
+                 BLOCK: tl.constexpr, SCRATCH: tl.constexpr, BINS: tl.constexpr):
+    # Copy the survivors in bins [first, last] into scratch (the first SCRATCH of them); return
+    # how many there are and the exact mass of the survivors above those bins.
+    tl.debug_barrier()
+    count = tl.zeros((), dtype=tl.int32)
+    above = tl.zeros((), dtype=tl.float32)
+    for start in range(0, vocab_size, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        in_row = offs < vocab_size
+        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
+        keep = in_row & (_order_key(x) >= cutoff)
+        bin = _value_bin(x, low, scale, BINS)
+        take = keep & (bin >= first) & (bin <= last)
+        slot = count + tl.cumsum(take.to(tl.int32), 0) - 1
+        tl.store(scratch_ptr + slot, x, mask=take & (slot < SCRATCH))
+        count += tl.sum(take.to(tl.int32), 0)
+        above += tl.sum(tl.where(keep & (bin > last), tl.exp(x - top), 0.0), 0)
+    tl.debug_barrier()
+    return count, above
+
+
+@triton.jit
+def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, vocab_size, cutoff, p, BLOCK: tl.constexpr,
+                            MASS_BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
+                            BINS: tl.constexpr, WINDOWS: tl.constexpr):
+    # Top-p over many survivors (key >= cutoff) in a few streamed passes: their softmax
+    # statistics; a histogram of a value window that surely holds the cutoff (narrowed and
+    # repeated while the bracketing bins hold more than SCRATCH survivors, at most WINDOWS
+    # times); a gather of those bins with the exact mass above them; the mass descent in
+    # registers. A bracket the exact masses refute falls back to the streamed descent.
+    top, total, count, lowest = _survivor_softmax(row_ptr, vocab_size, cutoff, BLOCK)
+    result = cutoff
+    if top > float("-inf"):
+        target = p * total
+        # Below `low` lie at most `count` survivors of mass < exp(low - top) each: half of what
+        # top-p may drop at most, so the cutoff is not below low.
+        low = tl.maximum(lowest, top + tl.log(0.5 * (1.0 - p) * total / count.to(tl.float32)))
+        # Half a bin of headroom keeps `top` itself in the last bin.
+        width = tl.maximum(top - low, 1e-30) * (BINS / (BINS - 0.5))
+        scale = BINS / width
+        first = tl.zeros((), dtype=tl.int32)
+        last = tl.zeros((), dtype=tl.int32)
+        held = tl.zeros((), dtype=tl.int32) + SCRATCH + 1
+        for _ in range(0, WINDOWS):
+            if held > SCRATCH:
+                scale = BINS / width
+                hist, above = _window_histogram(row_ptr, vocab_size, cutoff, low, scale, top,
+                                                BLOCK, BINS)
+                first, last, held = _pick_bracket(hist, above, low, width / BINS, top, target,
+                                                  SCRATCH, BINS)
+                if held > SCRATCH:
+                    # Half a bin of margin each side covers the rounding of the bin edges.
+                    low = low + (first.to(tl.float32) - 0.5) * (width / BINS)
+                    width = tl.maximum((last - first + 2).to(tl.float32) * (width / BINS), 1e-30)
+        settled = tl.zeros((), dtype=tl.int32)
+        if held <= SCRATCH:
+            gathered, above = _gather_bins(row_ptr, scratch_ptr, vocab_size, cutoff, low, scale,
+                                           first, last, top, BLOCK, SCRATCH, BINS)
+            lanes = tl.arange(0, SCRATCH)
+            valid = lanes < gathered
+            x = tl.load(scratch_ptr + lanes, mask=valid, other=float("-inf"))
+            prefix, reached = _mass_descent(x, _order_key(x), valid, top, above, target)
+            if (reached != 0) & (above < target) & (gathered <= SCRATCH):
+                result = tl.maximum(prefix, cutoff)
+                settled = settled + 1
+        if settled == 0:
+            result = _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, p, MASS_BLOCK)
+    return result
 
 
 @triton.jit
@@ -215,7 +393,8 @@ def _gather_floor(row_ptr, vocab_size, k, SCRATCH: tl.constexpr, BLOCK: tl.const
     squares = tl.zeros((), dtype=tl.float32)
     for start in range(0, vocab_size, BLOCK):
         offs = start + tl.arange(0, BLOCK)
-        x = tl.load(row_ptr + offs, mask=offs < vocab_size, other=float("-inf"))
+        x = tl.load(row_ptr + offs, mask=offs < vocab_size,
+                    other=float("-inf")).to(tl.float32)
         finite = (x > float("-inf")) & (x < float("inf"))
         count += tl.sum(finite.to(tl.float32), 0)
         total += tl.sum(tl.where(finite, x, 0.0), 0)
@@ -231,7 +410,7 @@ def _gather_floor(row_ptr, vocab_size, k, SCRATCH: tl.constexpr, BLOCK: tl.const
 
 @triton.jit
 def _top_k_top_p_kernel(
-    logits_ptr,  # [n_rows, vocab_size] fp32, masked in place
+    logits_ptr,  # [n_rows, vocab_size] fp32 / fp16 / bf16, masked in place
     logits_stride,  # elements between rows
     k_ptr,  # [n_rows] int32; read only when TOPK_ENABLED
     p_ptr,  # [n_rows] fp32; read only when TOPP_ENABLED
@@ -242,6 +421,8 @@ def _top_k_top_p_kernel(
     BLOCK: tl.constexpr = 8192,
     MASS_BLOCK: tl.constexpr = 512,
     SCRATCH: tl.constexpr = 1024,
+    WINDOW_BINS: tl.constexpr = 1024,
+    WINDOWS: tl.constexpr = 3,
     TOPK_ENABLED: tl.constexpr = True,
     TOPP_ENABLED: tl.constexpr = True,
 ):
@@ -288,14 +469,17 @@ def _top_k_top_p_kernel(
                     x = tl.load(program_scratch + lanes, mask=valid, other=float("-inf"))
                     cutoff = _top_p_cutoff_gathered(x, _order_key(x), valid, cutoff, p)
                 else:
-                    cutoff = _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, p, MASS_BLOCK)
+                    cutoff = _top_p_cutoff_bracketed(row_ptr, program_scratch, vocab_size, cutoff,
+                                                     p, BLOCK, MASS_BLOCK, SCRATCH, WINDOW_BINS,
+                                                     WINDOWS)
         # 3. Mask everything below the cutoff.
         if cutoff > 0:
             for start in range(0, vocab_size, BLOCK):
                 offs = start + tl.arange(0, BLOCK)
                 in_row = offs < vocab_size
-                key = _order_key(tl.load(row_ptr + offs, mask=in_row, other=0.0))
-                tl.store(row_ptr + offs, tl.full((BLOCK, ), mask_value, tl.float32),
+                key = _order_key(tl.load(row_ptr + offs, mask=in_row, other=0.0).to(tl.float32))
+                tl.store(row_ptr + offs,
+                         tl.full((BLOCK, ), mask_value, tl.float32).to(row_ptr.dtype.element_ty),
                          mask=in_row & (key < cutoff))
 
 
@@ -308,7 +492,9 @@ def apply_top_k_top_p(
     num_programs: int | None = None,
     check_values: bool = True,
 ) -> torch.Tensor:
-    """Mask ``logits [B, V]`` (fp32) in place to the per-row top-k, then top-p, and return it.
+    """Mask ``logits [B, V]`` in place to the per-row top-k, then top-p, and return it.
+
+    ``logits``: fp32, fp16 or bf16 (the cutoffs are computed in fp32).
 
     ``k``: int32 ``[B]`` (>= 1; ``k >= V`` keeps the whole row) or None. ``p``: fp32 ``[B]`` in
     ``(0, 1]`` (1 keeps the whole row) or None. ``num_programs`` sets the persistent grid;
@@ -316,7 +502,7 @@ def apply_top_k_top_p(
     which read them back to the host (a synchronisation); out-of-range values can then give
     wrong masks but never an out-of-bounds access.
     """
-    check_logits(logits, "logits", dtypes=(torch.float32, ))
+    check_logits(logits, "logits", dtypes=LOGITS_DTYPES)
     n_rows, vocab_size = logits.shape
     check_real(mask_value, "mask_value")
     if num_programs is not None:
@@ -346,6 +532,8 @@ def apply_top_k_top_p(
         BLOCK=_BLOCK,
         MASS_BLOCK=_MASS_BLOCK,
         SCRATCH=SCRATCH,
+        WINDOW_BINS=_WINDOW_BINS,
+        WINDOWS=_WINDOWS,
         TOPK_ENABLED=k is not None,
         TOPP_ENABLED=p is not None,
         num_warps=_NUM_WARPS,

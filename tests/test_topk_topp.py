@@ -6,7 +6,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import reference.topk_topp as reference
-from kernels.topk_topp import SCRATCH, apply_top_k_top_p
+from kernels.topk_topp import LOGITS_DTYPES, SCRATCH, apply_top_k_top_p
 from tests.strategies import LogitsSpec, build_logits, logits_specs, top_k_values, top_p_values
 from triton_overflow import OverflowTests
 from tests.cases import topk_topp as family
@@ -17,7 +17,7 @@ KERNEL = "apply_top_k_top_p"
 
 @st.composite
 def top_k_top_p_cases(draw):
-    spec = draw(logits_specs())
+    spec = draw(logits_specs(dtypes=LOGITS_DTYPES))
     k = draw(st.none() | st.lists(top_k_values(spec.vocab), min_size=spec.rows, max_size=spec.rows))
     p = draw(st.none() | st.lists(top_p_values(), min_size=spec.rows, max_size=spec.rows))
     programs = draw(st.sampled_from((None, 1, 2)))
@@ -61,7 +61,8 @@ def test_matches_reference(case, device):
 def test_copied_row_matches_row_zero(case, device):
     """Row 0 copied into the last row (same k and p) gives the last row row 0's output."""
     spec, k, p, programs = case
-    spec = LogitsSpec(max(spec.rows, 2), spec.vocab, spec.row_padding, spec.kind, spec.seed)
+    spec = LogitsSpec(max(spec.rows, 2), spec.vocab, spec.row_padding, spec.kind, spec.seed,
+                      spec.dtype)
     logits, _, _ = _inputs(spec, None, None, device)
     logits[-1] = logits[0]
     k = None if k is None else torch.full((spec.rows, ), k[0], dtype=torch.int32, device=device)
@@ -99,7 +100,7 @@ def _strided(t):
 # case: (argument, bad value from the valid one, what the message says besides the name)
 BAD_ARGUMENTS = {
     "logits not a tensor": ("logits", lambda l: l.tolist(), "torch.Tensor"),
-    "fp16 logits": ("logits", lambda l: l.half(), "dtype"),
+    "fp64 logits": ("logits", lambda l: l.double(), "dtype"),
     "1-D logits": ("logits", lambda l: l[0], "2-D"),
     "strided vocab": ("logits", _strided, "contiguous"),
     "overlapping rows": ("logits", lambda l: l[:1].expand(2, -1), "rows overlap"),
