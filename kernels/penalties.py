@@ -13,6 +13,11 @@ request (``token_ids[first + 1 .. row]``); with repetition penalty ``r != 1`` ev
 in the prompt or counted is divided by ``r`` when positive and multiplied by ``r`` otherwise;
 then ``x -= frequency * count + presence * (count > 0)``.
 
+Passes over the logits: ``apply_penalties`` reads and writes each row once, with the row's
+counts (a second ``[V]`` int32 read) and its prompt bitset (one word per 32 entries).
+``build_penalty_state`` never touches the logits: each program writes its slot's count row and
+bitset once (the clearing that a stale slot needs) and then adds its history with atomics.
+
 Products that can exceed 2**31: ``row * logits_stride`` (row = program id), and ``req *
 output_bin_counts_stride``, ``req * prompt_bin_mask_stride`` and ``req * all_token_ids_stride``
 (req loaded from an int32 mapping; the counts table passes 2**31 beyond ~14k slots at V = 152k).
@@ -38,25 +43,42 @@ def _bincount_kernel(
     idx_mapping_ptr,  # [num_reqs] int32 request slot of each batch request
     prompt_len_ptr,  # [max_num_reqs] int32
     total_len_ptr,  # [max_num_reqs] int32
-    prompt_bin_mask_ptr,  # [max_num_reqs, ceil(V / 32)] int32 bitsets, zeroed for these slots
+    prompt_bin_mask_ptr,  # [max_num_reqs, ceil(V / 32)] int32 bitsets, cleared here
     prompt_bin_mask_stride,
-    output_bin_counts_ptr,  # [max_num_reqs, V] int32, zeroed for these slots
+    output_bin_counts_ptr,  # [max_num_reqs, V] int32, cleared here
     output_bin_counts_stride,
+    vocab_size,
+    max_model_len,
     BLOCK: tl.constexpr = 1024,
+    CLEAR_BLOCK: tl.constexpr = 4096,
 ):
+    # One program per request: it clears the slot's two rows, then counts the history into
+    # them; the barrier puts every clearing store before the first atomic.
     # Widened: req * <table stride> passes 2**31 for large tables.
     req = tl.load(idx_mapping_ptr + tl.program_id(0)).to(tl.int64)
-    positions = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)  # overflow-lint: tl.program_id(1) * BLOCK bounded by max_model_len
+    counts_row = output_bin_counts_ptr + req * output_bin_counts_stride
+    words_row = prompt_bin_mask_ptr + req * prompt_bin_mask_stride
+    for start in range(0, vocab_size, CLEAR_BLOCK):
+        offs = start + tl.arange(0, CLEAR_BLOCK)
+        tl.store(counts_row + offs, tl.zeros((CLEAR_BLOCK, ), tl.int32), mask=offs < vocab_size)
+    for start in range(0, tl.cdiv(vocab_size, 32), CLEAR_BLOCK):
+        offs = start + tl.arange(0, CLEAR_BLOCK)
+        tl.store(words_row + offs, tl.zeros((CLEAR_BLOCK, ), tl.int32),
+                 mask=offs < tl.cdiv(vocab_size, 32))
+    tl.debug_barrier()
     prompt_len = tl.load(prompt_len_ptr + req)
-    total_len = tl.load(total_len_ptr + req)
-    tokens = tl.load(all_token_ids_ptr + req * all_token_ids_stride + positions,
-                     mask=positions < total_len, other=0)
-    in_prompt = positions < prompt_len
-    in_output = (positions >= prompt_len) & (positions < total_len)
-    words = prompt_bin_mask_ptr + req * prompt_bin_mask_stride + tokens // 32
-    tl.atomic_or(words, (1 << (tokens % 32)).to(tl.int32), mask=in_prompt)
-    counts = output_bin_counts_ptr + req * output_bin_counts_stride + tokens
-    tl.atomic_add(counts, tl.full((BLOCK, ), 1, tl.int32), mask=in_output)
+    total_len = tl.minimum(tl.load(total_len_ptr + req), max_model_len)
+    for start in range(0, total_len, BLOCK):
+        positions = start + tl.arange(0, BLOCK)
+        tokens = tl.load(all_token_ids_ptr + req * all_token_ids_stride + positions,
+                         mask=positions < total_len, other=0)
+        # Out-of-range ids (left unchecked by check_values=False) are skipped, not written.
+        valid = (positions < total_len) & (tokens >= 0) & (tokens < vocab_size)
+        # Relaxed: nothing is read back here, so the atomics need no ordering among themselves.
+        tl.atomic_or(words_row + tokens // 32, (1 << (tokens % 32)).to(tl.int32),
+                     mask=valid & (positions < prompt_len), sem="relaxed")
+        tl.atomic_add(counts_row + tokens, tl.full((BLOCK, ), 1, tl.int32),
+                      mask=valid & (positions >= prompt_len), sem="relaxed")
 
 
 @triton.jit
@@ -136,16 +158,10 @@ def build_penalty_state(idx_mapping, all_token_ids, prompt_len, total_len, promp
         check_index_range(all_token_ids[reqs][used], "all_token_ids", vocab_size)
     if idx_mapping.numel() == 0:
         return
-    reqs = idx_mapping.long()
-    prompt_bin_mask.index_fill_(0, reqs, 0)
-    output_bin_counts.index_fill_(0, reqs, 0)
-    longest = int(total_len[reqs].max()) if check_values else all_token_ids.size(1)
-    if longest == 0:
-        return
-    _bincount_kernel[(idx_mapping.numel(), triton.cdiv(longest, _COUNT_BLOCK))](
+    _bincount_kernel[(idx_mapping.numel(), )](
         all_token_ids, all_token_ids.stride(0), idx_mapping, prompt_len, total_len,
         prompt_bin_mask, prompt_bin_mask.stride(0), output_bin_counts, output_bin_counts.stride(0),
-        BLOCK=_COUNT_BLOCK, num_warps=4)
+        vocab_size, all_token_ids.size(1), BLOCK=_COUNT_BLOCK, num_warps=4)
 
 
 def apply_penalties(logits, expanded_idx_mapping, token_ids, expanded_local_pos,
