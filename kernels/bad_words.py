@@ -11,6 +11,9 @@ The tokens before a row are the request's output so far (``all_token_ids[req, pr
 total_len]``) followed by the draft tokens of the rows before it in the same request
 (``input_ids[first + 1 .. row]``, with ``first = row - expanded_local_pos[row]``).
 
+Passes over the logits: none. Each row writes -inf to the last token of each bad word whose
+prefix matches, reading only the token tables; the logits are never read.
+
 Products that can exceed 2**31: ``row * logits_stride`` (row = program id), and ``req *
 all_token_ids_stride`` (``max_num_reqs * max_model_len`` past 2**31, e.g. 2048 x 1M) and the
 other ``req * stride`` of the per-request tables (req loaded from the int32 mapping).

@@ -19,6 +19,10 @@ that share a ``(req, col)`` race for it; the engine gives each row its own.
 Each program handles one (row, 1024-entry block) and writes the block's best (value, id); the
 host then picks the best block per row.
 
+Passes over the logits: temperature reads and writes each row once; sampling reads each row
+once (writing it to the side output when asked) and writes one (value, id) per block, which the
+host reduces per row: a pass split over blocks so that a small batch still fills the device.
+
 Products that can exceed 2**31: ``row * logits_stride`` (row = program id, up to T - 1),
 ``req * processed_stride`` (req loaded from the int32 ``expanded_idx_mapping``: slots past
 ~2**31 / (K * V) in the side output) and ``row * num_blocks`` in the block buffers.

@@ -9,6 +9,11 @@ min_lens [R], num_stop_token_ids [R], stop_token_ids [R, S])``, per row, request
 2. ``logits[row, logit_bias_token_ids[req, :nb]] += logit_bias[req, :nb]`` (ids unique);
 3. if ``pos[row] + 1 < min_lens[req]``: ``logits[row, stop_token_ids[req, :ns]] = -inf``.
 
+Passes over the logits: one write, and only for a request with allowed-token ids: the allowed
+entries are read first, the whole row is written -inf, and they are written back. The bias and
+stop-token steps read and write just the listed ids, so a row without an allow-list costs a few
+entries, not a pass.
+
 Products that can exceed 2**31: ``row * logits_stride`` (row = program id, up to T - 1) and
 ``req * <table stride>`` for each per-request table (req loaded from the int32 mapping).
 """

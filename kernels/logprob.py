@@ -11,6 +11,10 @@ counted, and a NaN token ranks 0.
 Logits may be fp32, fp16 or bf16; arithmetic is fp32. A row whose entries are all -inf has NaN
 log-probabilities, as ``torch.log_softmax`` gives.
 
+Passes over the logits: each kernel reads its row once and writes nothing back. Log-probs need
+the row's max and sum of exponentials, which one online pass gives (the sum is rescaled as the
+max grows); ranks need only a count of entries >= the token's logit, after one load of it.
+
 Products that can exceed 2**31: ``row * logits_stride`` (row = program id, up to B - 1) and
 ``row * num_ids`` for the id and output tables.
 """

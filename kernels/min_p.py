@@ -7,6 +7,10 @@ probability below ``mp`` times the largest) becomes -inf. Rows with ``mp == 0`` 
 The vocabulary is split into blocks so that a small batch still fills the device: one launch
 writes each block's maximum, a second reduces them per row and masks its block.
 
+Passes over the logits: two reads and one write. The cutoff depends on the row's max, which is
+known only after the whole row was read, so the block maxima come first and the masking pass
+reads the row again and writes every entry back (vector stores).
+
 Products that can exceed 2**31: ``row * logits_stride`` (row = program id, up to T - 1) and
 ``row * num_blocks`` in the block-maximum buffer.
 """

@@ -23,6 +23,11 @@ Four launches, no host work between them: ``_block_stats_kernel`` (one program p
 per (request, block): Gumbel-max over its part of the row to resample) and ``_insert_kernel``
 (one per request: picks the best block and writes the resampled token).
 
+Passes over the logits: two reads of each target row (and of each draft row with draft
+logits), no writes. The block statistics need the whole row; the resample reads the row to
+resample again, since its Gumbel-max depends on the rejected position that only the
+verification knows. Verification and insertion read single entries and the block statistics.
+
 Products that can exceed 2**31: ``row * target_stride`` (row a program id, or a row start
 loaded from the int32 ``cu_num_logits`` plus a step), ``req * draft_stride_0`` (req loaded from
 the int32 ``idx_mapping`` / ``expanded_idx_mapping``: slots past 2**31 / (K * V)), ``step *
