@@ -24,6 +24,8 @@ class Benchmark:
     restore: Callable | None = None  # puts in-place inputs back
     bytes_moved: int = 0
     target_us: tuple = ()  # per batch size of the benchmark, if there is a target
+    published_us: tuple = ()  # per batch size: a figure measured for another engine's kernel
+    no_slower_than: tuple = ()  # names of rows at the same batch size it must not trail
 
 
 def _time_once(run, restore, flush, hide_host):

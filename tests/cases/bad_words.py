@@ -171,4 +171,5 @@ def benchmarks(batch, kernels, data):
         total_len=torch.full((batch, ), 64, dtype=torch.int32, device="cuda"),
         input_ids=zeros, expanded_local_pos=zeros, max_num_bad_words=4)
     return {"bad words": Benchmark(lambda **kw: kernels.apply_bad_words(logits, **arguments, **kw),
-                                   None, data.restore, batch * 64 * 4, (10, 10, 10))}
+                                   None, data.restore, batch * 64 * 4, (10, 10, 10),
+                                   (6.3, 6.8, 8.7))}

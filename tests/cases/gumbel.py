@@ -123,6 +123,7 @@ COMPILE_SPECS = [
 def benchmarks(batch, kernels, data):
     """Benchmark rows at ``batch`` rows for ``kernels`` (the module or its twin)."""
     logits, pristine, mapping = data.logits, data.pristine, data.mapping
+    _, pristine_bf16, _ = data.variant("flat", torch.bfloat16)
     temperature = torch.full((batch, ), 0.7, device="cuda")
     seed = torch.arange(batch, dtype=torch.int64, device="cuda")
     pos = torch.arange(batch, dtype=torch.int64, device="cuda")
@@ -139,5 +140,11 @@ def benchmarks(batch, kernels, data):
             lambda **kw: kernels.gumbel_sample(pristine, mapping, temperature, seed, pos, True,
                                                **kw),
             lambda: (pristine / temperature[mapping.long()][:, None] + gumbel_noise()).argmax(-1),
-            None, data.size, (73, 248, 948)),
+            None, data.size, (25, 90, 350), (73, 248, 949)),
+        "gumbel sample bf16": Benchmark(
+            lambda **kw: kernels.gumbel_sample(pristine_bf16, mapping, temperature, seed, pos,
+                                               True, **kw),
+            lambda: (pristine_bf16.float() / temperature[mapping.long()][:, None]
+                     + gumbel_noise()).argmax(-1),
+            None, data.size // 2, no_slower_than=("gumbel sample fp32", )),
     }

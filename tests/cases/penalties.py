@@ -206,4 +206,31 @@ def benchmarks(batch, kernels, data):
         lambda **kw: kernels.apply_penalties(logits, mapping, zeros, zeros, *penalty, prompt_mask,
                                              counts, **kw),
         lambda: logits.sub_(0.3 * counts[mapping.long()] + 0.2 * (counts[mapping.long()] > 0)),
-        data.restore, 3 * data.size, (46, 141, 569))}
+        data.restore, 3 * data.size, (46, 141, 569)),
+        **{f"bincount, {length}-token history": _bincount_benchmark(batch, kernels, data, length)
+           for length in (512, 8192)}}
+
+
+def _bincount_benchmark(batch, kernels, data, length):
+    """build_penalty_state over ``batch`` requests of ``length`` tokens (half prompt), against
+    PyTorch's scatter into a zeroed count table and a zeroed bool prompt mask."""
+    vocab = data.vocab
+    history = torch.randint(0, vocab, (batch, length), dtype=torch.int32, device="cuda",
+                            generator=data.generator)
+    prompt_ids, output_ids = history[:, :length // 2].long(), history[:, length // 2:].long()
+    ones = torch.ones_like(output_ids, dtype=torch.int32)
+    lengths = {"prompt_len": torch.full((batch, ), length // 2, dtype=torch.int32, device="cuda"),
+               "total_len": torch.full((batch, ), length, dtype=torch.int32, device="cuda")}
+    tables = {"prompt_bin_mask": torch.zeros(batch, -(-vocab // 32), dtype=torch.int32,
+                                             device="cuda"),
+              "output_bin_counts": torch.zeros(batch, vocab, dtype=torch.int32, device="cuda")}
+    prompt_seen = torch.zeros(batch, vocab, dtype=torch.bool, device="cuda")
+
+    def torch_scatter():
+        tables["output_bin_counts"].zero_().scatter_add_(1, output_ids, ones)
+        prompt_seen.zero_().scatter_(1, prompt_ids, True)
+
+    return Benchmark(
+        lambda **kw: kernels.build_penalty_state(data.mapping, history, **lengths, **tables,
+                                                 **kw),
+        torch_scatter, None, batch * (vocab * 4 + vocab // 8 + length * 4))

@@ -43,26 +43,68 @@ COMPILE_SPECS = [
 ]
 
 
+# Per-row (k, p) of the mixed batch, repeated down the rows: top-k only, top-p only, both,
+# neither, k = 1, k beyond the vocabulary, and a larger top-k with p = 1.
+def _mixed_settings(vocab):
+    return ((50, 1.0), (vocab, 0.9), (50, 0.9), (vocab, 1.0), (1, 0.9), (2 * vocab, 0.9),
+            (200, 1.0))
+
+
+# vLLM's kernels after the fix, device µs at B = 64 / 256 / 1024 on an H200 (randn logits, and
+# randn x 4 for the peaked top-p row), and the targets set for ours.
+_PUBLISHED = {("top-k", "flat"): (238, 516, 2043), ("top-k", "peaked"): (238, 516, 2043),
+              ("top-k + top-p", "flat"): (254, 543, 2147),
+              ("top-k + top-p", "peaked"): (254, 543, 2147),
+              ("top-p", "flat"): (1004, 2354, 9180), ("top-p", "peaked"): (521, 1060, 3960)}
+_DTYPE_LABELS = {torch.float32: "fp32", torch.bfloat16: "bf16"}
+_TARGETS = {"top-k": (80, 250, 800), "top-k + top-p": (80, 250, 800),
+            "top-p": (120, 400, 1500)}
+
+
+def _torch_top_k_top_p(logits, k, p):
+    """The sort-based masking a PyTorch user writes: top-k by the k-th sorted value, then the
+    smallest prefix of the sorted softmax that reaches p."""
+    ordered, order = logits.sort(dim=-1, descending=True)
+    if k is not None:
+        kth = ordered.gather(1, (k.long().clamp(max=logits.size(1)) - 1)[:, None])
+        ordered = ordered.masked_fill(ordered < kth, float("-inf"))
+    if p is not None:
+        cumulative = ordered.float().softmax(dim=-1).cumsum(dim=-1)
+        drop = (cumulative - ordered.float().softmax(dim=-1)) >= p[:, None]
+        ordered = ordered.masked_fill(drop, float("-inf"))
+    return logits.scatter_(1, order, ordered)
+
+
 def benchmarks(batch, kernels, data):
-    """Benchmark rows at ``batch`` rows for ``kernels`` (the module or its twin)."""
-    logits, k, p = data.logits, data.k, data.p
-
-    def torch_top_k(use_p):
-        kth = torch.topk(logits, int(k.max()), dim=-1).values.gather(1, (k.long() - 1)[:, None])
-        logits.masked_fill_(logits < kth, float("-inf"))
-        if use_p:
-            ordered, order = logits.sort(dim=-1, descending=False)
-            cumulative = ordered.softmax(dim=-1).cumsum(dim=-1)
-            drop = cumulative <= 1 - p[:, None]
-            drop[:, -1] = False
-            logits.scatter_(1, order, ordered.masked_fill(drop, float("-inf")))
-        return logits
-
-    return {
-        "top-k (k=50)": Benchmark(lambda **kw: kernels.apply_top_k_top_p(logits, k, None, **kw),
-                                  lambda: torch_top_k(False), data.restore, 2 * data.size,
-                                  (236, 516, 2049)),
-        "top-k + top-p 0.9": Benchmark(lambda **kw: kernels.apply_top_k_top_p(logits, k, p, **kw),
-                                       lambda: torch_top_k(True), data.restore, 2 * data.size,
-                                       (252, 542, 2149)),
-    }
+    """Benchmark rows at ``batch`` rows for ``kernels`` (the module or its twin): top-k, top-p,
+    both, and a mixed batch, on flat (randn) and peaked (randn x 4) logits, fp32 and bf16."""
+    vocab = data.vocab
+    settings = _mixed_settings(vocab)
+    mixed_k = torch.tensor([settings[r % len(settings)][0] for r in range(batch)],
+                           dtype=torch.int32, device="cuda")
+    mixed_p = torch.tensor([settings[r % len(settings)][1] for r in range(batch)],
+                           dtype=torch.float32, device="cuda")
+    rows = {}
+    for distribution in ("flat", "peaked"):
+        for dtype in (torch.float32, torch.bfloat16):
+            logits, _, restore = data.variant(distribution, dtype)
+            size = logits.numel() * logits.element_size()
+            suffix = f"{distribution} {_DTYPE_LABELS[dtype]}"
+            fp32_suffix = f"{distribution} {_DTYPE_LABELS[torch.float32]}"
+            configurations = {"top-k": (data.k, None), "top-p": (None, data.p),
+                              "top-k + top-p": (data.k, data.p), "mixed": (mixed_k, mixed_p)}
+            for label, (k, p) in configurations.items():
+                name = f"{label} {suffix}"
+                if dtype != torch.float32:
+                    relation = (f"{label} {fp32_suffix}", )
+                elif label == "mixed":
+                    relation = tuple(f"{pure} {suffix}" for pure in _TARGETS)
+                else:
+                    relation = ()
+                rows[name] = Benchmark(
+                    lambda k=k, p=p, logits=logits, **kw: kernels.apply_top_k_top_p(logits, k, p,
+                                                                                    **kw),
+                    lambda k=k, p=p, logits=logits: _torch_top_k_top_p(logits, k, p), restore,
+                    2 * size, _TARGETS.get(label, ()), _PUBLISHED.get((label, distribution), ()),
+                    relation)
+    return rows
