@@ -29,8 +29,8 @@ Passes over the logits (each reads the row; only the last writes):
   with the exact mass above them in a third, and the mass descent finishes in registers. When
   those bins hold more than SCRATCH survivors the window narrows to them and is histogrammed
   again (at most WINDOWS histograms); when the exact masses refute the bins (a bracket that
-  holds too many ties), the streamed descent takes over: two passes for the survivors' max and
-  mass, then one per 4-bit digit of the mass descent.
+  holds too many ties), the streamed descent takes over: one pass per 4-bit digit of the mass
+  descent, eight in all.
 - every path ends with one pass that reads the row and writes mask_value below the cutoff.
 
 Rows with no finite entry are left unchanged by top-p. NaN logits are not supported.
@@ -72,6 +72,25 @@ def _same_prefix(key, prefix, LOW_BITS: tl.constexpr):
 
 
 @triton.jit
+def _survivors(row_ptr, start, vocab_size, cutoff, BLOCK: tl.constexpr):
+    # Entries [start, start + BLOCK) of the row in fp32 (-inf past its end), and which of them
+    # survive: inside the row, with key >= cutoff (cutoff 0: all of them).
+    offs = start + tl.arange(0, BLOCK)
+    in_row = offs < vocab_size
+    x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
+    return x, in_row & (_order_key(x) >= cutoff)
+
+
+@triton.jit
+def _append(scratch_ptr, count, x, take, SCRATCH: tl.constexpr):
+    # Store the entries of x where `take`, in order, after the first `count` of scratch (only
+    # into its SCRATCH slots); return the new count, which may exceed SCRATCH.
+    slot = count + tl.cumsum(take.to(tl.int32), 0) - 1
+    tl.store(scratch_ptr + slot, x, mask=take & (slot < SCRATCH))
+    return count + tl.sum(take.to(tl.int32), 0)
+
+
+@triton.jit
 def _pick_digit(hist, above, target):
     # Largest digit d with above + sum(hist[d:]) >= target, and the totals at d.
     digits = tl.arange(0, hist.shape[0])
@@ -97,9 +116,8 @@ def _top_k_cutoff(row_ptr, vocab_size, k, BLOCK: tl.constexpr):
         if exact == 0:
             hist = tl.zeros((256, ), dtype=tl.int32)
             for start in range(0, vocab_size, BLOCK):
-                offs = start + tl.arange(0, BLOCK)
-                in_row = offs < vocab_size
-                key = _order_key(tl.load(row_ptr + offs, mask=in_row, other=0.0).to(tl.float32))
+                x, in_row = _survivors(row_ptr, start, vocab_size, 0, BLOCK)
+                key = _order_key(x)
                 match = in_row & _same_prefix(key, prefix, 32 - 8 * level)
                 digit = ((key >> (24 - 8 * level)) & 255).to(tl.int32)
                 hist += tl.histogram(digit, 256, mask=match)
@@ -143,13 +161,8 @@ def _gather(row_ptr, scratch_ptr, vocab_size, lowest, BLOCK: tl.constexpr, SCRAT
     tl.debug_barrier()
     count = tl.zeros((), dtype=tl.int32)
     for start in range(0, vocab_size, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        in_row = offs < vocab_size
-        x = tl.load(row_ptr + offs, mask=in_row, other=0.0).to(tl.float32)
-        keep = in_row & (_order_key(x) >= lowest)
-        slot = count + tl.cumsum(keep.to(tl.int32), 0) - 1
-        tl.store(scratch_ptr + slot, x, mask=keep & (slot < SCRATCH))
-        count += tl.sum(keep.to(tl.int32), 0)
+        x, keep = _survivors(row_ptr, start, vocab_size, lowest, BLOCK)
+        count = _append(scratch_ptr, count, x, keep, SCRATCH)
     tl.debug_barrier()
     return count
 
@@ -196,36 +209,20 @@ def _top_p_cutoff_gathered(x, key, valid, cutoff, p):
 
 
 @triton.jit
-def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, p, BLOCK: tl.constexpr):
-    # The same mass descent, streaming the row once per digit, for rows with many survivors.
-    top = tl.full((), float("-inf"), tl.float32)
-    total = tl.zeros((), dtype=tl.float32)
-    for start in range(0, vocab_size, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        in_row = offs < vocab_size
-        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
-        keep = in_row & (_order_key(x) >= cutoff)
-        top = tl.maximum(top, tl.max(tl.where(keep, x, float("-inf")), 0))
-    for start in range(0, vocab_size, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        in_row = offs < vocab_size
-        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
-        keep = in_row & (_order_key(x) >= cutoff) & (x > float("-inf"))
-        total += tl.sum(tl.where(keep, tl.exp(x - top), 0.0), 0)
+def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, top, target, BLOCK: tl.constexpr):
+    # The mass descent over the survivors (key >= cutoff, mass relative to exp(top)), streaming
+    # the row once per 4-bit digit: for rows whose cutoff no gathered bracket settles.
     prefix = tl.zeros((), dtype=tl.uint32)
     above = tl.zeros((), dtype=tl.float32)
     reached = tl.full((), 1, tl.int32)
     for level in tl.static_range(8):
         hist = tl.zeros((16, ), dtype=tl.float32)
         for start in range(0, vocab_size, BLOCK):
-            offs = start + tl.arange(0, BLOCK)
-            in_row = offs < vocab_size
-            x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
+            x, keep = _survivors(row_ptr, start, vocab_size, cutoff, BLOCK)
             key = _order_key(x)
-            match = in_row & (key >= cutoff) & _same_prefix(key, prefix, 32 - 4 * level)
+            match = keep & _same_prefix(key, prefix, 32 - 4 * level)
             hist += _mass_histogram(x, key, match, top, 28 - 4 * level)
-        prefix, above, reached = _mass_step(hist, above, p * total, prefix, reached,
-                                            28 - 4 * level)
+        prefix, above, reached = _mass_step(hist, above, target, prefix, reached, 28 - 4 * level)
     return _settle_cutoff(prefix, cutoff, reached, top)
 
 
@@ -238,10 +235,8 @@ def _survivor_softmax(row_ptr, vocab_size, cutoff, BLOCK: tl.constexpr):
     count = tl.zeros((), dtype=tl.int32)
     lowest = tl.full((), float("inf"), tl.float32)
     for start in range(0, vocab_size, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        in_row = offs < vocab_size
-        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
-        keep = in_row & (_order_key(x) >= cutoff) & (x > float("-inf"))
+        x, keep = _survivors(row_ptr, start, vocab_size, cutoff, BLOCK)
+        keep &= x > float("-inf")
         new_top = tl.maximum(top, tl.max(tl.where(keep, x, float("-inf")), 0))
         shift = tl.where(new_top > float("-inf"), new_top, 0.0)
         total = total * tl.exp(top - shift) + tl.sum(tl.where(keep, tl.exp(x - shift), 0.0), 0)
@@ -267,10 +262,7 @@ def _window_histogram(row_ptr, vocab_size, cutoff, low, scale, top, BLOCK: tl.co
     hist = tl.zeros((BINS, ), dtype=tl.int32)
     above = tl.zeros((), dtype=tl.float32)
     for start in range(0, vocab_size, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        in_row = offs < vocab_size
-        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
-        keep = in_row & (_order_key(x) >= cutoff)
+        x, keep = _survivors(row_ptr, start, vocab_size, cutoff, BLOCK)
         bin = _value_bin(x, low, scale, BINS)
         inside = keep & (bin >= 0) & (bin < BINS)
         hist += tl.histogram(tl.minimum(tl.maximum(bin, 0), BINS - 1), BINS, mask=inside)
@@ -320,15 +312,9 @@ def _gather_bins(row_ptr, scratch_ptr, vocab_size, cutoff, low, scale, first, la
     count = tl.zeros((), dtype=tl.int32)
     above = tl.zeros((), dtype=tl.float32)
     for start in range(0, vocab_size, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        in_row = offs < vocab_size
-        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
-        keep = in_row & (_order_key(x) >= cutoff)
+        x, keep = _survivors(row_ptr, start, vocab_size, cutoff, BLOCK)
         bin = _value_bin(x, low, scale, BINS)
-        take = keep & (bin >= first) & (bin <= last)
-        slot = count + tl.cumsum(take.to(tl.int32), 0) - 1
-        tl.store(scratch_ptr + slot, x, mask=take & (slot < SCRATCH))
-        count += tl.sum(take.to(tl.int32), 0)
+        count = _append(scratch_ptr, count, x, keep & (bin >= first) & (bin <= last), SCRATCH)
         above += tl.sum(tl.where(keep & (bin > last), tl.exp(x - top), 0.0), 0)
     tl.debug_barrier()
     return count, above
@@ -358,15 +344,16 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, vocab_size, cutoff, p, BLOCK: 
         held = tl.zeros((), dtype=tl.int32) + SCRATCH + 1
         for _ in range(0, WINDOWS):
             if held > SCRATCH:
+                step = width / BINS
                 scale = BINS / width
                 hist, above = _window_histogram(row_ptr, vocab_size, cutoff, low, scale, top,
                                                 BLOCK, BINS)
-                first, last, held = _pick_bracket(hist, above, low, width / BINS, top, target,
-                                                  SCRATCH, BINS)
+                first, last, held = _pick_bracket(hist, above, low, step, top, target, SCRATCH,
+                                                  BINS)
                 if held > SCRATCH:
                     # Half a bin of margin each side covers the rounding of the bin edges.
-                    low = low + (first.to(tl.float32) - 0.5) * (width / BINS)
-                    width = tl.maximum((last - first + 2).to(tl.float32) * (width / BINS), 1e-30)
+                    low = low + (first.to(tl.float32) - 0.5) * step
+                    width = tl.maximum((last - first + 2).to(tl.float32) * step, 1e-30)
         settled = tl.zeros((), dtype=tl.int32)
         if held <= SCRATCH:
             gathered, above = _gather_bins(row_ptr, scratch_ptr, vocab_size, cutoff, low, scale,
@@ -379,7 +366,7 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, vocab_size, cutoff, p, BLOCK: 
                 result = tl.maximum(prefix, cutoff)
                 settled = settled + 1
         if settled == 0:
-            result = _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, p, MASS_BLOCK)
+            result = _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, top, target, MASS_BLOCK)
     return result
 
 
