@@ -61,10 +61,10 @@ def _bincount_kernel(
     for start in range(0, vocab_size, CLEAR_BLOCK):
         offs = start + tl.arange(0, CLEAR_BLOCK)
         tl.store(counts_row + offs, tl.zeros((CLEAR_BLOCK, ), tl.int32), mask=offs < vocab_size)
-    for start in range(0, tl.cdiv(vocab_size, 32), CLEAR_BLOCK):
+    words = tl.cdiv(vocab_size, 32)
+    for start in range(0, words, CLEAR_BLOCK):
         offs = start + tl.arange(0, CLEAR_BLOCK)
-        tl.store(words_row + offs, tl.zeros((CLEAR_BLOCK, ), tl.int32),
-                 mask=offs < tl.cdiv(vocab_size, 32))
+        tl.store(words_row + offs, tl.zeros((CLEAR_BLOCK, ), tl.int32), mask=offs < words)
     tl.debug_barrier()
     prompt_len = tl.load(prompt_len_ptr + req)
     total_len = tl.minimum(tl.load(total_len_ptr + req), max_model_len)
