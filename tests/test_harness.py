@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.lint_cli import run_python
 from triton_overflow import mode
 from triton_overflow.huge import first_wrapping_row, huge_layout, landing_row, wrapped_offset
 from triton_overflow.isolation import Outcome, run_isolated
@@ -202,3 +203,24 @@ def test_isolation_contains_a_planted_fault():
     device = torch.device("cpu" if mode.interpreted() else "cuda")
     logits = torch.tensor([[1.0, 3.0, 2.0]], device=device)
     assert compute_token_ranks(logits, torch.tensor([2], device=device)).tolist() == [2]
+
+
+@pytest.mark.selftest
+def test_a_serial_run_interprets_kernels_when_a_conftest_imports_triton(tmp_path):
+    """The plugin sets the interpreter flag before any conftest.py loads, so a conftest that
+    imports Triton first (as this repository's does) cannot leave Triton's own library
+    functions compiled-only. pytest-xdist workers inherit the flag, so the run is serial."""
+    from triton_overflow import compat
+    problem = compat.interpreter_problem()
+    if problem:
+        pytest.skip(problem)
+    (tmp_path / "conftest.py").write_text("import triton\n")
+    (tmp_path / "test_fill.py").write_text(
+        "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def fill(out_ptr):\n"
+        "    tl.store(out_ptr + tl.arange(0, 4), tl.zeros((4, ), tl.float32) + 1.0)\n\n\n"
+        "def test_fill():\n    out = torch.zeros(4)\n    fill[(1, )](out)\n"
+        "    assert out.tolist() == [1.0] * 4\n")
+    done = run_python("-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
+                      "--overflow-mode=interpreter", cwd=tmp_path)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr

@@ -69,16 +69,25 @@ def pytest_addoption(parser):
     parser.addini("overflow_mode", "where kernels run (auto, interpreter, device)", default="auto")
 
 
-def pytest_configure(config):
-    for name, text in MARKERS.items():
-        config.addinivalue_line("markers", f"{name}: {text}")
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    # Before any conftest.py is imported: one that imports Triton would otherwise decorate
+    # Triton's own library functions (tl.zeros, ...) before the interpreter flag is set, and
+    # kernels then fail in the interpreter with "Cannot call @triton.jit'd outside of the
+    # scope of a kernel" (pytest-xdist workers hid it: they inherit the flag).
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
         devices.pin_worker(worker)  # before anything in this process starts CUDA
     else:
         devices.start_run()
-    requested = config.getoption("--overflow-mode") or config.getini("overflow_mode") or "auto"
-    config._overflow_mode = mode.configure(requested)
+    requested = (early_config.known_args_namespace.overflow_mode
+                 or early_config.getini("overflow_mode") or "auto")
+    early_config._overflow_mode = mode.configure(requested)
+
+
+def pytest_configure(config):
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
     config._overflow_cells = defaultdict(list)
     config._overflow_widenings = []
 
