@@ -152,13 +152,13 @@ def main():
             if missed:
                 misses.append(f"{name}, B = {batch}: {figures['us']:.1f} µs > " + ", ".join(missed))
             rate = ours.bytes_moved / (figures["us"] * 1e-6) / 1e9
-            cell = (lambda value: "-" if value is None else f"{value:.1f}")
+            published = ours.published_us[column] if ours.published_us else "-"
+            torch_us = "-" if figures["torch"] is None else f"{figures['torch']:.1f}"
             lines.append(
-                f"| {name} | {batch} | {figures['us']:.1f} | {cell(figures['torch'])} | "
-                f"{ours.published_us[column] if ours.published_us else '-'} | "
-                f"{target} | "
-                f"{'met' if not missed else 'MISSED'} | {rate:.0f} | {100 * rate / bandwidth:.0f} | "
-                f"{figures['twin']:.1f} | {figures['us'] / figures['twin']:.3f} |{figures['host']}")
+                f"| {name} | {batch} | {figures['us']:.1f} | {torch_us} | {published} | "
+                f"{target} | {'MISSED' if missed else 'met'} | {rate:.0f} | "
+                f"{100 * rate / bandwidth:.0f} | {figures['twin']:.1f} | "
+                f"{figures['us'] / figures['twin']:.3f} |{figures['host']}")
             print(lines[-1], flush=True)
     geomean = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
     lines += ["", f"int64/int32 at B = {BATCHES[-1]}, geometric mean over {len(ratios)} rows: "

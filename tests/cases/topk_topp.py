@@ -116,6 +116,7 @@ def benchmarks(batch, kernels, data):
                 rows[name] = Benchmark(
                     lambda k=k, p=p, logits=logits, **kw: kernels.apply_top_k_top_p(logits, k, p,
                                                                                     **kw),
-                    baseline, restore, 2 * size, _TARGETS.get(label, ()), _PUBLISHED.get((label, distribution), ()),
+                    baseline, restore, 2 * size, _TARGETS.get(label, ()),
+                    _PUBLISHED.get((label, distribution), ()),
                     relation)
     return rows
