@@ -137,3 +137,13 @@ def loaded_loop_bound_kernel(x_ptr, count_ptr, stride, BLOCK: tl.constexpr = 128
 def int32_annotated_stride_kernel(x_ptr, stride: tl.int32, BLOCK: tl.constexpr = 128):
     row = tl.program_id(0)
     tl.store(x_ptr + row * stride + tl.arange(0, BLOCK), 1.0)  # <- wraps
+
+
+@triton.jit
+def atomic_slot_kernel(x_ptr, out_ptr, counter_ptr, stride, BLOCK: tl.constexpr = 128):
+    # Positive entries compacted to the front of their row through a per-row counter: the slot
+    # an atomic returns is an int32 index, as a loaded one is.
+    row = tl.program_id(0)
+    x = tl.exp(tl.load(x_ptr + tl.arange(0, BLOCK)))
+    slot = tl.atomic_add(counter_ptr + row + 0 * tl.arange(0, BLOCK), 1, mask=x > 1.0)
+    tl.store(out_ptr + row * stride + slot, x, mask=x > 1.0)  # <- wraps

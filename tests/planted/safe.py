@@ -138,3 +138,11 @@ def int64_annotated_stride_kernel(x_ptr, stride: tl.int64, BLOCK: tl.constexpr =
     # A stride launched as int64 makes the product int64: nothing to widen.
     row = tl.program_id(0)
     tl.store(x_ptr + row * stride + tl.arange(0, BLOCK), 1.0)
+
+
+@triton.jit
+def atomic_slot_kernel(x_ptr, out_ptr, counter_ptr, stride, BLOCK: tl.constexpr = 128):
+    row = tl.program_id(0)
+    x = tl.exp(tl.load(x_ptr + tl.arange(0, BLOCK)))
+    slot = tl.atomic_add(counter_ptr + row + 0 * tl.arange(0, BLOCK), 1, mask=x > 1.0)
+    tl.store(out_ptr + row.to(tl.int64) * stride + slot, x, mask=x > 1.0)

@@ -25,7 +25,10 @@ import itertools
 import textwrap
 from dataclasses import dataclass, field
 
-_LOADS = {"load"}
+# Calls whose value is what their pointer held: a load, or an atomic's old value (a slot taken
+# from a counter indexes like a loaded index).
+_LOADS = {"load", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
+          "atomic_xor", "atomic_xchg", "atomic_cas"}
 _POINTER_CALLS = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
                   "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "make_block_ptr",
                   "make_tensor_descriptor", "prefetch"}
@@ -243,16 +246,20 @@ class _Usage:
         return set()
 
     def _loaded_from(self, expression, seen=None):
-        """Pointer parameters whose loaded values flow into ``expression``."""
+        """Pointer parameters whose loaded values flow into ``expression``. A load's value comes
+        from its pointer alone: what its address, mask or operand load does not flow into it."""
         seen = set() if seen is None else seen
         found = set()
-        for node in ast.walk(expression):
+        pending = [expression]
+        while pending:
+            node = pending.pop()
             if isinstance(node, ast.Call) and _call_name(node) in _LOADS and node.args:
                 found |= self.bases(node.args[0])
-            elif isinstance(node, ast.Name) and node.id in self.assigned and node.id not in seen:
+                continue
+            if isinstance(node, ast.Name) and node.id in self.assigned and node.id not in seen:
                 seen.add(node.id)
-                for value in self.assigned[node.id]:
-                    found |= self._loaded_from(value, seen)
+                pending.extend(self.assigned[node.id])
+            pending.extend(ast.iter_child_nodes(node))
         return found
 
     # --- reading the body ---------------------------------------------------------------
