@@ -66,8 +66,14 @@ def persistent_programs(device, n_rows, requested):
         check_int(requested, "num_programs", 1)
         return min(requested, n_rows)
     if device.type == "cuda":
-        return min(n_rows, 4 * _multiprocessors(device.index or 0))
+        return min(n_rows, 4 * multiprocessors(device))
     return min(n_rows, 3)
+
+
+def multiprocessors(device):
+    """Streaming multiprocessors of the CUDA ``device``."""
+    return _multiprocessors(device.index if device.index is not None else
+                            torch.cuda.current_device())
 
 
 @functools.cache

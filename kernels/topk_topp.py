@@ -10,48 +10,66 @@ For each row of ``logits [B, V]``:
 
 The cutoffs are exact. Values are mapped to uint32 keys whose integer order is the float order.
 
-Passes over the logits (each reads the row; only the last writes):
+Passes over the logits (each streaming loop loads its next block before working on this one):
 
-- top-k with k <= SCRATCH / 2 (with or without top-p): three reads and one write. One pass
-  estimates a floor above which about (k + SCRATCH) / 2 entries of Gaussian-like logits lie
-  (mean and spread), a second gathers those entries into a per-program scratch row, and the
-  k-th largest key (a most-significant-digit radix select, 8-bit digits) and the top-p cutoff
-  (a 4-bit-digit radix descent on probability mass) are found in registers from there; the
-  last pass masks. Rows where the floor misses (fewer than k or more than SCRATCH entries
-  above it: ties, -inf, skewed logits) take the general path.
+- top-k with k <= SCRATCH / 2 (with or without top-p): one read and one write, plus a sample.
+  The mean and spread of FLOOR_CHUNKS runs of FLOOR_CHUNK entries spread over the row (about
+  5% of a 151936-entry row) give a floor above which about (k + SCRATCH) / 2 entries of
+  Gaussian-like logits lie; one pass gathers the entries above it, with their vocab ids, into
+  a per-program scratch row; the k-th largest key (a most-significant-digit radix select,
+  8-bit digits) and the top-p cutoff (a 4-bit-digit radix descent on probability mass) are
+  found in registers from there. Since scratch then holds every survivor, the last pass writes
+  mask_value over the row without reading it and the survivors are stored back. Rows where the
+  floor misses (fewer than k or more than SCRATCH entries above it: ties, -inf, skewed logits)
+  take the general path.
 - general top-k (large k, or a missed floor): the radix select streams the row once per 8-bit
-  digit, at most four times, stopping once the kept count is exact.
-- top-p over more than SCRATCH survivors (top-p alone, or after a large k): four reads and one
-  write for Gaussian-like rows. The softmax statistics of the survivors (max, sum of
-  exponentials, count, smallest) in one pass; a histogram of WINDOW_BINS equal value bins over a
-  window that surely holds the cutoff (below it the survivors weigh less than half of what top-p
-  drops) in a second; the bins whose bounded, or estimated, mass reaches p * total are gathered
-  with the exact mass above them in a third, and the mass descent finishes in registers. When
-  those bins hold more than SCRATCH survivors the window narrows to them and is histogrammed
-  again (at most WINDOWS histograms); when the exact masses refute the bins (a bracket that
-  holds too many ties), the streamed descent takes over: one pass per 4-bit digit of the mass
-  descent, eight in all.
-- every path ends with one pass that reads the row and writes mask_value below the cutoff.
+  digit, at most four times, stopping once the kept count is exact. When at most SCRATCH
+  entries survive and top-p follows, they are gathered and finished as above.
+- top-p over more than SCRATCH survivors (top-p alone, or after a large k): for Gaussian-like
+  rows four to six reads and one write. The softmax statistics of the survivors (max, sum of
+  exponentials, count, smallest) in one pass; a histogram of WINDOW_BINS equal value bins over
+  a window that surely holds the cutoff (below it the survivors weigh less than half of what
+  top-p drops) in the next; while the bins whose bounded, or estimated, mass reaches p * total
+  hold more than SCRATCH survivors, the window narrows to them and is histogrammed again (at
+  most WINDOWS histograms: a histogram's cost per entry grows with bins * log2(bins), so a few
+  narrow ones are cheaper than one fine one); those bins are then gathered with the exact mass
+  above them, and the mass descent finishes in registers. When the exact masses refute the
+  bins (a bracket that holds too many ties), the streamed descent takes over: one pass per
+  4-bit digit of the mass descent, eight in all. The last pass reads the row and writes
+  mask_value below the cutoff.
+
+Programs are persistent over the rows, one row at a time. When there are more programs than
+multiprocessors, the launch caps the registers per thread (128, or 64 from three programs per
+multiprocessor) and shortens the loop step (4096 or 2048 entries), so that two or four programs
+run on each multiprocessor at once; while each program has one to itself, top-p without top-k
+runs 16 warps.
 
 Rows with no finite entry are left unchanged by top-p. NaN logits are not supported.
 
 Products that can exceed 2**31: ``row * logits_stride``, where ``row`` is the persistent loop's
-variable (rows up to B - 1), and ``pid * SCRATCH`` in the scratch buffer.
+variable (rows up to B - 1), and ``pid * SCRATCH`` in the scratch buffers.
 """
 
 import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import check_int, check_logits, check_real, check_table, persistent_programs
+from kernels._launch import (check_int, check_logits, check_real, check_table, multiprocessors,
+                             persistent_programs)
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 SCRATCH = 1024  # entries gathered into registers for the exact cutoffs
 _BLOCK = 8192  # vocab entries per loop step
 _MASS_BLOCK = 512  # vocab entries per step of the streamed top-p descent
-_WINDOW_BINS = 1024  # bins of the value histograms that bracket a top-p cutoff
-_WINDOWS = 3  # value histograms before a top-p cutoff falls back to the streamed descent
+_WINDOW_BINS = 128  # bins of the value histograms that bracket a top-p cutoff
+_WINDOWS = 5  # value histograms before a top-p cutoff falls back to the streamed descent
 _NUM_WARPS = 8
+_TOP_P_ALONE_NUM_WARPS = 16  # without top-k every row streams a histogram pass or more
+# Left free, the compiler gives the in-register selects every register, so that one program
+# holds a whole multiprocessor. When programs share multiprocessors, a register cap (at some
+# spilling) and smaller loop steps let two or four run on each at once:
+# (programs per multiprocessor at least, loop step, registers per thread).
+_SHARED_LAUNCHES = ((3, 2048, 64), (2, 4096, 128))
 
 
 @triton.jit
@@ -60,6 +78,16 @@ def _order_key(x):
     bits = (x + 0.0).to(tl.int32, bitcast=True)
     signed_key = bits ^ ((bits >> 31) & 0x7FFFFFFF)
     return (signed_key ^ -2147483648).to(tl.uint32, bitcast=True)
+
+
+@triton.jit
+def _key_value(key):
+    # The fp32 value whose _order_key is `key` (key 0: -inf), so that streaming passes compare
+    # floats, x >= _key_value(key) exactly when _order_key(x) >= key, instead of keying every
+    # entry.
+    signed_key = key.to(tl.int32, bitcast=True) ^ -2147483648
+    bits = signed_key ^ ((signed_key >> 31) & 0x7FFFFFFF)
+    return tl.where(key == 0, float("-inf"), bits.to(tl.float32, bitcast=True))
 
 
 @triton.jit
@@ -72,22 +100,70 @@ def _same_prefix(key, prefix, LOW_BITS: tl.constexpr):
 
 
 @triton.jit
-def _survivors(row_ptr, start, vocab_size, cutoff, BLOCK: tl.constexpr):
-    # Entries [start, start + BLOCK) of the row in fp32 (-inf past its end), and which of them
-    # survive: inside the row, with key >= cutoff (cutoff 0: all of them).
+def _block(row_ptr, start, vocab_size, BLOCK: tl.constexpr):
+    # Entries [start, start + BLOCK) of the row as stored (-inf past its end). Each streaming
+    # loop loads the next block before it works on this one, so the load's latency overlaps
+    # that work.
     offs = start + tl.arange(0, BLOCK)
-    in_row = offs < vocab_size
-    x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
-    return x, in_row & (_order_key(x) >= cutoff)
+    return tl.load(row_ptr + offs, mask=offs < vocab_size, other=float("-inf"))
 
 
 @triton.jit
-def _append(scratch_ptr, count, x, take, SCRATCH: tl.constexpr):
-    # Store the entries of x where `take`, in order, after the first `count` of scratch (only
-    # into its SCRATCH slots); return the new count, which may exceed SCRATCH.
-    slot = count + tl.cumsum(take.to(tl.int32), 0) - 1
-    tl.store(scratch_ptr + slot, x, mask=take & (slot < SCRATCH))
-    return count + tl.sum(take.to(tl.int32), 0)
+def _survivors(block, start, vocab_size, cutoff, BLOCK: tl.constexpr):
+    # The block at `start` in fp32, which of its entries survive (inside the row, with key >=
+    # cutoff; cutoff 0: all of them), and their vocab ids.
+    offs = start + tl.arange(0, BLOCK)
+    x = block.to(tl.float32)
+    return x, (offs < vocab_size) & (x >= _key_value(cutoff)), offs
+
+
+@triton.jit
+def _start_gather(counter_ptr):
+    # Empty the scratch rows: their counter goes back to 0 before any entry is appended.
+    tl.debug_barrier()
+    tl.atomic_xchg(counter_ptr, 0, sem="relaxed")
+    tl.debug_barrier()
+
+
+@triton.jit
+def _append(scratch_ptr, ids_ptr, counter_ptr, x, offs, take, SCRATCH: tl.constexpr):
+    # Store the entries of x where `take`, and their vocab ids, into the scratch rows (only
+    # into their SCRATCH slots). Each takes the next slot from the counter, so the order of
+    # the slots is not the vocab order; the counter may pass SCRATCH. Much cheaper than a
+    # prefix sum over every entry, as few entries are taken.
+    slot = tl.atomic_add(counter_ptr + tl.zeros_like(offs), 1, mask=take, sem="relaxed")
+    stored = take & (slot < SCRATCH)
+    tl.store(scratch_ptr + slot, x, mask=stored)
+    tl.store(ids_ptr + slot, offs, mask=stored)
+
+
+@triton.jit
+def _end_gather(counter_ptr):
+    # How many entries were appended since _start_gather (it may exceed SCRATCH).
+    tl.debug_barrier()
+    count = tl.atomic_add(counter_ptr, 0, sem="relaxed")
+    tl.debug_barrier()
+    return count
+
+
+@triton.jit
+def _in_vocab_order(x, ids, valid):
+    # The gathered entries (valid: a prefix of the lanes) sorted by vocab id, so that sums over
+    # them do not depend on the order the atomics gave them.
+    packed = (tl.where(valid, ids, 2147483647).to(tl.uint64) << 32) | x.to(
+        tl.uint32, bitcast=True).to(tl.uint64)
+    packed = tl.sort(packed, 0)
+    return (packed & 0xFFFFFFFF).to(tl.uint32).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _load_gathered(scratch_ptr, ids_ptr, count, SCRATCH: tl.constexpr):
+    # The first `count` entries of the scratch rows (-inf in the other lanes), their ids, and
+    # which lanes hold one.
+    lanes = tl.arange(0, SCRATCH)
+    valid = lanes < count
+    x = tl.load(scratch_ptr + lanes, mask=valid, other=float("-inf"))
+    return x, tl.load(ids_ptr + lanes, mask=valid, other=0), valid
 
 
 @triton.jit
@@ -115,8 +191,11 @@ def _top_k_cutoff(row_ptr, vocab_size, k, BLOCK: tl.constexpr):
         # inline (a constexpr assigned inside a static loop is not constant-folded).
         if exact == 0:
             hist = tl.zeros((256, ), dtype=tl.int32)
+            following = _block(row_ptr, 0, vocab_size, BLOCK)
             for start in range(0, vocab_size, BLOCK):
-                x, in_row = _survivors(row_ptr, start, vocab_size, 0, BLOCK)
+                block = following
+                following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
+                x, in_row, _ = _survivors(block, start, vocab_size, prefix & 0, BLOCK)
                 key = _order_key(x)
                 match = in_row & _same_prefix(key, prefix, 32 - 8 * level)
                 digit = ((key >> (24 - 8 * level)) & 255).to(tl.int32)
@@ -155,16 +234,18 @@ def _settle_cutoff(prefix, cutoff, reached, top):
 
 
 @triton.jit
-def _gather(row_ptr, scratch_ptr, vocab_size, lowest, BLOCK: tl.constexpr, SCRATCH: tl.constexpr):
-    # Copy the entries with key >= lowest into scratch (the first SCRATCH of them) and return
-    # how many there are, which may exceed SCRATCH.
-    tl.debug_barrier()
-    count = tl.zeros((), dtype=tl.int32)
+def _gather(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, lowest, BLOCK: tl.constexpr,
+            SCRATCH: tl.constexpr):
+    # Copy the entries with key >= lowest, and their vocab ids, into scratch (SCRATCH of them
+    # at most) and return how many there are, which may exceed SCRATCH.
+    _start_gather(counter_ptr)
+    following = _block(row_ptr, 0, vocab_size, BLOCK)
     for start in range(0, vocab_size, BLOCK):
-        x, keep = _survivors(row_ptr, start, vocab_size, lowest, BLOCK)
-        count = _append(scratch_ptr, count, x, keep, SCRATCH)
-    tl.debug_barrier()
-    return count
+        block = following
+        following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
+        x, keep, offs = _survivors(block, start, vocab_size, lowest, BLOCK)
+        _append(scratch_ptr, ids_ptr, counter_ptr, x, offs, keep, SCRATCH)
+    return _end_gather(counter_ptr)
 
 
 @triton.jit
@@ -217,8 +298,11 @@ def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, top, target, BLOCK: tl.c
     reached = tl.full((), 1, tl.int32)
     for level in tl.static_range(8):
         hist = tl.zeros((16, ), dtype=tl.float32)
+        following = _block(row_ptr, 0, vocab_size, BLOCK)
         for start in range(0, vocab_size, BLOCK):
-            x, keep = _survivors(row_ptr, start, vocab_size, cutoff, BLOCK)
+            block = following
+            following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
+            x, keep, _ = _survivors(block, start, vocab_size, cutoff, BLOCK)
             key = _order_key(x)
             match = keep & _same_prefix(key, prefix, 32 - 4 * level)
             hist += _mass_histogram(x, key, match, top, 28 - 4 * level)
@@ -234,8 +318,11 @@ def _survivor_softmax(row_ptr, vocab_size, cutoff, BLOCK: tl.constexpr):
     total = tl.zeros((), dtype=tl.float32)
     count = tl.zeros((), dtype=tl.int32)
     lowest = tl.full((), float("inf"), tl.float32)
+    following = _block(row_ptr, 0, vocab_size, BLOCK)
     for start in range(0, vocab_size, BLOCK):
-        x, keep = _survivors(row_ptr, start, vocab_size, cutoff, BLOCK)
+        block = following
+        following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
+        x, keep, _ = _survivors(block, start, vocab_size, cutoff, BLOCK)
         keep &= x > float("-inf")
         new_top = tl.maximum(top, tl.max(tl.where(keep, x, float("-inf")), 0))
         shift = tl.where(new_top > float("-inf"), new_top, 0.0)
@@ -261,8 +348,11 @@ def _window_histogram(row_ptr, vocab_size, cutoff, low, scale, top, BLOCK: tl.co
     # of the survivors above the bins.
     hist = tl.zeros((BINS, ), dtype=tl.int32)
     above = tl.zeros((), dtype=tl.float32)
+    following = _block(row_ptr, 0, vocab_size, BLOCK)
     for start in range(0, vocab_size, BLOCK):
-        x, keep = _survivors(row_ptr, start, vocab_size, cutoff, BLOCK)
+        block = following
+        following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
+        x, keep, _ = _survivors(block, start, vocab_size, cutoff, BLOCK)
         bin = _value_bin(x, low, scale, BINS)
         inside = keep & (bin >= 0) & (bin < BINS)
         hist += tl.histogram(tl.minimum(tl.maximum(bin, 0), BINS - 1), BINS, mask=inside)
@@ -304,24 +394,29 @@ def _pick_bracket(hist, above, low, step, top, target, SCRATCH: tl.constexpr,
 
 
 @triton.jit
-def _gather_bins(row_ptr, scratch_ptr, vocab_size, cutoff, low, scale, first, last, top,
-                 BLOCK: tl.constexpr, SCRATCH: tl.constexpr, BINS: tl.constexpr):
-    # Copy the survivors in bins [first, last] into scratch (the first SCRATCH of them); return
-    # how many there are and the exact mass of the survivors above those bins.
-    tl.debug_barrier()
-    count = tl.zeros((), dtype=tl.int32)
+def _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, low, scale,
+                 first, last, top, BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
+                 BINS: tl.constexpr):
+    # Copy the survivors in bins [first, last], and their vocab ids, into scratch (SCRATCH of
+    # them at most); return how many there are and the exact mass of the survivors above
+    # those bins.
+    _start_gather(counter_ptr)
     above = tl.zeros((), dtype=tl.float32)
+    following = _block(row_ptr, 0, vocab_size, BLOCK)
     for start in range(0, vocab_size, BLOCK):
-        x, keep = _survivors(row_ptr, start, vocab_size, cutoff, BLOCK)
+        block = following
+        following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
+        x, keep, offs = _survivors(block, start, vocab_size, cutoff, BLOCK)
         bin = _value_bin(x, low, scale, BINS)
-        count = _append(scratch_ptr, count, x, keep & (bin >= first) & (bin <= last), SCRATCH)
+        _append(scratch_ptr, ids_ptr, counter_ptr, x, offs, keep & (bin >= first) & (bin <= last),
+                SCRATCH)
         above += tl.sum(tl.where(keep & (bin > last), tl.exp(x - top), 0.0), 0)
-    tl.debug_barrier()
-    return count, above
+    return _end_gather(counter_ptr), above
 
 
 @triton.jit
-def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, vocab_size, cutoff, p, BLOCK: tl.constexpr,
+def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, p,
+                            BLOCK: tl.constexpr,
                             MASS_BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
                             BINS: tl.constexpr, WINDOWS: tl.constexpr):
     # Top-p over many survivors (key >= cutoff) in a few streamed passes: their softmax
@@ -356,11 +451,11 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, vocab_size, cutoff, p, BLOCK: 
                     width = tl.maximum((last - first + 2).to(tl.float32) * step, 1e-30)
         settled = tl.zeros((), dtype=tl.int32)
         if held <= SCRATCH:
-            gathered, above = _gather_bins(row_ptr, scratch_ptr, vocab_size, cutoff, low, scale,
-                                           first, last, top, BLOCK, SCRATCH, BINS)
-            lanes = tl.arange(0, SCRATCH)
-            valid = lanes < gathered
-            x = tl.load(scratch_ptr + lanes, mask=valid, other=float("-inf"))
+            gathered, above = _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size,
+                                           cutoff, low, scale, first, last, top, BLOCK, SCRATCH,
+                                           BINS)
+            x, ids, valid = _load_gathered(scratch_ptr, ids_ptr, gathered, SCRATCH)
+            x = _in_vocab_order(x, ids, valid)
             prefix, reached = _mass_descent(x, _order_key(x), valid, top, above, target)
             if (reached != 0) & (above < target) & (gathered <= SCRATCH):
                 result = tl.maximum(prefix, cutoff)
@@ -371,24 +466,31 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, vocab_size, cutoff, p, BLOCK: 
 
 
 @triton.jit
-def _gather_floor(row_ptr, vocab_size, k, SCRATCH: tl.constexpr, BLOCK: tl.constexpr):
+def _gather_floor(row_ptr, vocab_size, k, SCRATCH: tl.constexpr, CHUNKS: tl.constexpr,
+                  CHUNK: tl.constexpr):
     # A key below which, for Gaussian-like logits, about (k + SCRATCH) / 2 entries lie: the
     # mean plus z standard deviations of the finite entries, with z the normal upper quantile
-    # (Abramowitz and Stegun 26.2.23). Rows it misjudges fall back to the radix path.
+    # (Abramowitz and Stegun 26.2.23). The moments come from CHUNKS runs of CHUNK entries
+    # spread evenly over the row (all of it when shorter). Rows it misjudges fall back to the
+    # radix path.
+    spacing = tl.maximum(vocab_size // CHUNKS, CHUNK)
+    seen = tl.zeros((), dtype=tl.float32)
     count = tl.zeros((), dtype=tl.float32)
     total = tl.zeros((), dtype=tl.float32)
     squares = tl.zeros((), dtype=tl.float32)
-    for start in range(0, vocab_size, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        x = tl.load(row_ptr + offs, mask=offs < vocab_size,
-                    other=float("-inf")).to(tl.float32)
+    for chunk in range(0, CHUNKS):
+        offs = chunk * spacing + tl.arange(0, CHUNK)  # overflow-lint: chunk * spacing bounded by max(vocab_size, CHUNKS * CHUNK)
+        in_row = offs < vocab_size
+        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
         finite = (x > float("-inf")) & (x < float("inf"))
+        seen += tl.sum(in_row.to(tl.float32), 0)
         count += tl.sum(finite.to(tl.float32), 0)
         total += tl.sum(tl.where(finite, x, 0.0), 0)
         squares += tl.sum(tl.where(finite, x * x, 0.0), 0)
     mean = total / tl.maximum(count, 1.0)
     spread = tl.sqrt(tl.maximum(squares / tl.maximum(count, 1.0) - mean * mean, 0.0))
-    tail = tl.minimum(((k + SCRATCH) // 2).to(tl.float32) / tl.maximum(count, 1.0), 0.5)
+    finite_in_row = count * (vocab_size / tl.maximum(seen, 1.0))
+    tail = tl.minimum(((k + SCRATCH) // 2).to(tl.float32) / tl.maximum(finite_in_row, 1.0), 0.5)
     t = tl.sqrt(-2.0 * tl.log(tail))
     z = t - (2.515517 + t * (0.802853 + t * 0.010328)) / (
         1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308)))
@@ -401,22 +503,27 @@ def _top_k_top_p_kernel(
     logits_stride,  # elements between rows
     k_ptr,  # [n_rows] int32; read only when TOPK_ENABLED
     p_ptr,  # [n_rows] fp32; read only when TOPP_ENABLED
-    scratch_ptr,  # [num_programs, SCRATCH] fp32 per-program workspace
+    scratch_ptr,  # [num_programs, SCRATCH] fp32 per-program workspace: gathered values
+    ids_ptr,  # [num_programs, SCRATCH] int32 per-program workspace: their vocab ids
+    counter_ptr,  # [num_programs] int32 per-program workspace: how many were gathered
     n_rows,
     vocab_size,
     mask_value,  # fp32 written over the dropped entries
     BLOCK: tl.constexpr = 8192,
     MASS_BLOCK: tl.constexpr = 512,
     SCRATCH: tl.constexpr = 1024,
-    WINDOW_BINS: tl.constexpr = 1024,
-    WINDOWS: tl.constexpr = 3,
+    WINDOW_BINS: tl.constexpr = 128,
+    WINDOWS: tl.constexpr = 5,
+    FLOOR_CHUNKS: tl.constexpr = 8,
+    FLOOR_CHUNK: tl.constexpr = 1024,
     TOPK_ENABLED: tl.constexpr = True,
     TOPP_ENABLED: tl.constexpr = True,
 ):
     pid = tl.program_id(0)
-    # Widened: a program's scratch row starts at pid * SCRATCH.
+    # Widened: a program's scratch rows start at pid * SCRATCH.
     program_scratch = scratch_ptr + pid.to(tl.int64) * SCRATCH  # overflow-lint: pid * SCRATCH bounded by num_programs * SCRATCH
-    lanes = tl.arange(0, SCRATCH)
+    program_ids = ids_ptr + pid.to(tl.int64) * SCRATCH  # overflow-lint: pid * SCRATCH bounded by num_programs * SCRATCH
+    program_counter = counter_ptr + pid
     for row in tl.range(pid, n_rows, tl.num_programs(0)):
         # Widened: row * logits_stride passes 2**31 once B * V does.
         row_ptr = logits_ptr + tl.cast(row, tl.int64) * logits_stride
@@ -432,17 +539,17 @@ def _top_k_top_p_kernel(
         if k <= SCRATCH // 2:
             floor = tl.zeros((), dtype=tl.uint32)
             if vocab_size > SCRATCH:
-                floor = _gather_floor(row_ptr, vocab_size, k, SCRATCH, BLOCK)
-            gathered = _gather(row_ptr, program_scratch, vocab_size, floor, BLOCK, SCRATCH)
+                floor = _gather_floor(row_ptr, vocab_size, k, SCRATCH, FLOOR_CHUNKS, FLOOR_CHUNK)
+            gathered = _gather(row_ptr, program_scratch, program_ids, program_counter, vocab_size,
+                               floor, BLOCK, SCRATCH)
             if (gathered < k) | (gathered > SCRATCH):
                 gathered = gathered * 0
         if gathered > 0:
-            valid = lanes < gathered
-            x = tl.load(program_scratch + lanes, mask=valid, other=float("-inf"))
-            key = _order_key(x)
-            cutoff, survivors = _top_k_cutoff_gathered(key, valid, k)
+            x, ids, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
+            cutoff, survivors = _top_k_cutoff_gathered(_order_key(x), valid, k)
             if p < 1.0:
-                cutoff = _top_p_cutoff_gathered(x, key, valid, cutoff, p)
+                x = _in_vocab_order(x, ids, valid)
+                cutoff = _top_p_cutoff_gathered(x, _order_key(x), valid, cutoff, p)
         else:
             # 2. Otherwise radix select over the row, then top-p on the survivors.
             survivors = tl.zeros((), dtype=tl.int32) + vocab_size
@@ -450,24 +557,38 @@ def _top_k_top_p_kernel(
                 cutoff, survivors = _top_k_cutoff(row_ptr, vocab_size, k, BLOCK)
             if p < 1.0:
                 if survivors <= SCRATCH:
-                    gathered = _gather(row_ptr, program_scratch, vocab_size, cutoff, BLOCK,
-                                       SCRATCH)
-                    valid = lanes < gathered
-                    x = tl.load(program_scratch + lanes, mask=valid, other=float("-inf"))
+                    gathered = _gather(row_ptr, program_scratch, program_ids, program_counter,
+                                       vocab_size, cutoff, BLOCK, SCRATCH)
+                    x, ids, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
+                    x = _in_vocab_order(x, ids, valid)
                     cutoff = _top_p_cutoff_gathered(x, _order_key(x), valid, cutoff, p)
                 else:
-                    cutoff = _top_p_cutoff_bracketed(row_ptr, program_scratch, vocab_size, cutoff,
-                                                     p, BLOCK, MASS_BLOCK, SCRATCH, WINDOW_BINS,
-                                                     WINDOWS)
-        # 3. Mask everything below the cutoff.
+                    cutoff = _top_p_cutoff_bracketed(row_ptr, program_scratch, program_ids,
+                                                     program_counter, vocab_size, cutoff, p, BLOCK,
+                                                     MASS_BLOCK, SCRATCH, WINDOW_BINS, WINDOWS)
+        # 3. Mask everything below the cutoff. When scratch holds every survivor, fill the row
+        # without reading it and put the survivors back.
         if cutoff > 0:
-            for start in range(0, vocab_size, BLOCK):
-                offs = start + tl.arange(0, BLOCK)
-                in_row = offs < vocab_size
-                key = _order_key(tl.load(row_ptr + offs, mask=in_row, other=0.0).to(tl.float32))
-                tl.store(row_ptr + offs,
-                         tl.full((BLOCK, ), mask_value, tl.float32).to(row_ptr.dtype.element_ty),
-                         mask=in_row & (key < cutoff))
+            if gathered > 0:
+                for start in range(0, vocab_size, BLOCK):
+                    offs = start + tl.arange(0, BLOCK)
+                    tl.store(row_ptr + offs,
+                             tl.full((BLOCK, ), mask_value, tl.float32).to(row_ptr.dtype.element_ty),
+                             mask=offs < vocab_size)
+                tl.debug_barrier()
+                x, ids, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
+                tl.store(row_ptr + ids, x.to(row_ptr.dtype.element_ty),
+                         mask=valid & (_order_key(x) >= cutoff))
+            else:
+                following = _block(row_ptr, 0, vocab_size, BLOCK)
+                for start in range(0, vocab_size, BLOCK):
+                    block = following
+                    following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
+                    offs = start + tl.arange(0, BLOCK)
+                    in_row = offs < vocab_size
+                    tl.store(row_ptr + offs,
+                             tl.full((BLOCK, ), mask_value, tl.float32).to(row_ptr.dtype.element_ty),
+                             mask=in_row & (block.to(tl.float32) < _key_value(cutoff)))
 
 
 def apply_top_k_top_p(
@@ -506,23 +627,34 @@ def apply_top_k_top_p(
     if n_rows == 0 or vocab_size == 0 or (k is None and p is None):
         return logits
     programs = persistent_programs(logits.device, n_rows, num_programs)
+    launch = {"BLOCK": _BLOCK,
+              "num_warps": _NUM_WARPS if k is not None else _TOP_P_ALONE_NUM_WARPS}
+    if logits.device.type == "cuda":
+        sharing = triton.cdiv(programs, multiprocessors(logits.device))
+        for least, block, registers in _SHARED_LAUNCHES:
+            if sharing >= least:
+                launch = {"BLOCK": block, "num_warps": _NUM_WARPS, "maxnreg": registers}
+                break
     scratch = torch.empty((programs, SCRATCH), dtype=torch.float32, device=logits.device)
+    ids = torch.empty((programs, SCRATCH), dtype=torch.int32, device=logits.device)
+    counters = torch.empty((programs, ), dtype=torch.int32, device=logits.device)
     _top_k_top_p_kernel[(programs, )](
         logits,
         logits.stride(0),
         k if k is not None else scratch,
         p if p is not None else scratch,
         scratch,
+        ids,
+        counters,
         n_rows,
         vocab_size,
         float(mask_value),
-        BLOCK=_BLOCK,
         MASS_BLOCK=_MASS_BLOCK,
         SCRATCH=SCRATCH,
         WINDOW_BINS=_WINDOW_BINS,
         WINDOWS=_WINDOWS,
         TOPK_ENABLED=k is not None,
         TOPP_ENABLED=p is not None,
-        num_warps=_NUM_WARPS,
+        **launch,
     )
     return logits

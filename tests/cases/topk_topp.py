@@ -7,7 +7,7 @@ from reference.topk_topp import assert_valid_mask
 from triton_overflow.bench import Benchmark
 from triton_overflow import CompileSpec, RowsCase
 
-_TYPES = {"k_ptr": "*i32", "mask_value": "fp32"}
+_TYPES = {"k_ptr": "*i32", "ids_ptr": "*i32", "counter_ptr": "*i32", "mask_value": "fp32"}
 
 
 class TopKTopPCase(RowsCase):
