@@ -189,3 +189,50 @@ def test_limits_say_whether_an_envelope_reaches_the_wrap(tmp_path):
     above = run_lint(path, "--limits", "rows=16385,stride=131072")
     assert "it wraps there" in above.stdout, above.stdout
     assert below.returncode == above.returncode == 1
+
+
+TYPED_KERNELS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def fallback_index_kernel(idx_ptr, fallback_ptr, flag_ptr, out_ptr, BLOCK: tl.constexpr = 16):
+    offs = tl.arange(0, BLOCK)
+    live = tl.load(flag_ptr + offs) > 0.5
+    idx = tl.load(idx_ptr + offs, mask=live, other=tl.load(fallback_ptr))
+    tl.store(out_ptr + idx, 1.0)
+
+
+@triton.jit
+def reserved_slots_kernel(total_ptr, length_ptr, flag_ptr, out_ptr, BLOCK: tl.constexpr = 16):
+    row = tl.program_id(0)
+    live = tl.load(flag_ptr + row) > 0.5
+    base = tl.atomic_add(total_ptr + row, tl.load(length_ptr + row) * BLOCK, mask=live)
+    tl.store(out_ptr + base + tl.arange(0, BLOCK), 1.0)
+
+
+@triton.jit
+def lock_kernel(lock_ptr, out_ptr):
+    won = tl.atomic_cas(lock_ptr, 0, 1) == 0
+    if won:
+        tl.store(out_ptr, 1.0)
+'''
+
+
+def test_pointer_types_follow_what_a_load_returns(tmp_path):
+    """An index can come from a load's ``other`` or from an atomic (its old value, and what was
+    added to it): those pointers are int32. What a mask loads flows into nothing, and an
+    atomic's pointer is never typed i1 (atomics take none)."""
+    import importlib.util
+
+    from triton_overflow.lint.signature import plan
+    spec = importlib.util.spec_from_file_location("typed_kernels",
+                                                  _write(tmp_path, "typed_kernels.py", TYPED_KERNELS))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    types = plan(compat.jit_function_of(module.fallback_index_kernel)).types
+    assert [types[p] for p in ("idx_ptr", "fallback_ptr", "flag_ptr")] == ["*i32", "*i32", "*fp32"]
+    types = plan(compat.jit_function_of(module.reserved_slots_kernel)).types
+    assert [types[p] for p in ("total_ptr", "length_ptr", "flag_ptr")] == ["*i32", "*i32", "*fp32"]
+    assert plan(compat.jit_function_of(module.lock_kernel)).types["lock_ptr"] != "*i1"

@@ -178,6 +178,7 @@ class _Usage:
         self.pointers, self.int_pointers, self.ambiguous = set(), set(), set()
         self.bool_pointers = set()
         self._bool_uses = set()
+        self._atomic_targets = set()  # atomics take no i1 pointer, whatever their value is used as
         self.floats, self.maybe_floats = set(), set()
         self.flags, self.blocks, self.dtypes, self.compared = set(), set(), set(), {}
         self.notes = []
@@ -247,7 +248,8 @@ class _Usage:
 
     def _loaded_from(self, expression, seen=None):
         """Pointer parameters whose loaded values flow into ``expression``. A load's value comes
-        from its pointer alone: what its address, mask or operand load does not flow into it."""
+        from its pointer, or from what ``other`` or an atomic's operands put there; what its
+        address or mask loads does not flow into it."""
         seen = set() if seen is None else seen
         found = set()
         pending = [expression]
@@ -255,6 +257,7 @@ class _Usage:
             node = pending.pop()
             if isinstance(node, ast.Call) and _call_name(node) in _LOADS and node.args:
                 found |= self.bases(node.args[0])
+                pending.extend(_value_operands(node))
                 continue
             if isinstance(node, ast.Name) and node.id in self.assigned and node.id not in seen:
                 seen.add(node.id)
@@ -289,7 +292,7 @@ class _Usage:
             if name in self._int_uses:
                 self.floats.discard(name)
         self.int_pointers = {p for p in self.pointers if self._int_loaded(p)}
-        self.bool_pointers = {p for p in self.pointers - self.int_pointers
+        self.bool_pointers = {p for p in self.pointers - self.int_pointers - self._atomic_targets
                               if self._loaded_as(p, self._bool_uses)}
 
     def _read_call(self, node):
@@ -300,6 +303,8 @@ class _Usage:
                 target = _argument(node, 0, "base")
             if target is not None:
                 self._pointer_expression(target)
+                if name.startswith("atomic_"):
+                    self._atomic_targets |= self.bases(target)
             if name == "make_block_ptr":
                 for keyword in ("shape", "strides", "offsets"):
                     value = _argument(node, {"shape": 1, "strides": 2, "offsets": 3}[keyword],
@@ -504,6 +509,19 @@ def _call_name(node):
     if isinstance(func, ast.Name):
         return func.id
     return None
+
+
+def _value_operands(call):
+    """The arguments of a load-like call whose values can become its result: a load's
+    ``other``, an atomic's ``val`` (and ``cmp``)."""
+    name = _call_name(call)
+    if name == "load":
+        operands = [_argument(call, 2, "other")]
+    elif name == "atomic_cas":
+        operands = [_argument(call, 1, "cmp"), _argument(call, 2, "val")]
+    else:
+        operands = [_argument(call, 1, "val")]
+    return [operand for operand in operands if operand is not None]
 
 
 def _argument(node, position, keyword):
