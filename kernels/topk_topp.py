@@ -25,15 +25,15 @@ Passes over the logits (each streaming loop loads its next block before working 
 - general top-k (large k, or a missed floor): the radix select streams the row once per 8-bit
   digit, at most four times, stopping once the kept count is exact. When at most SCRATCH
   entries survive and top-p follows, they are gathered and finished as above.
-- top-p over more than SCRATCH survivors (top-p alone, or after a large k): for Gaussian-like
-  rows four to six reads and one write. The softmax statistics of the survivors (max, sum of
-  exponentials, count, smallest) in one pass; a histogram of WINDOW_BINS equal value bins over
-  a window that surely holds the cutoff (below it the survivors weigh less than half of what
-  top-p drops) in the next; while the bins whose bounded, or estimated, mass reaches p * total
-  hold more than SCRATCH survivors, the window narrows to them and is histogrammed again (at
-  most WINDOWS histograms: a histogram's cost per entry grows with bins * log2(bins), so a few
-  narrow ones are cheaper than one fine one); those bins are then gathered with the exact mass
-  above them, and the mass descent finishes in registers. When the exact masses refute the
+- top-p over more than SCRATCH survivors (top-p alone, or after a large k): four reads and one
+  write, plus one read for each histogram past the first (WINDOWS in all at most). The softmax
+  statistics of the survivors (max, sum of exponentials, count, smallest) in one pass; a
+  histogram of WINDOW_BINS equal value bins over a window that surely holds the cutoff (below
+  it the survivors weigh less than half of what top-p drops) in the next; while the bins whose
+  bounded, or estimated, mass reaches p * total hold more than SCRATCH survivors, the window
+  narrows to them and is histogrammed again (a histogram's cost per entry grows with
+  bins * log2(bins), so a few narrow ones are cheaper than one fine one); those bins are then
+  gathered with the exact mass above them, and the mass descent finishes in registers. When the exact masses refute the
   bins (a bracket that holds too many ties), the streamed descent takes over: one pass per
   4-bit digit of the mass descent, eight in all. The last pass reads the row and writes
   mask_value below the cutoff.
@@ -84,7 +84,7 @@ def _order_key(x):
 def _key_value(key):
     # The fp32 value whose _order_key is `key` (key 0: -inf), so that streaming passes compare
     # floats, x >= _key_value(key) exactly when _order_key(x) >= key, instead of keying every
-    # entry.
+    # entry. Exact for the keys of non-NaN values, which every cutoff is.
     signed_key = key.to(tl.int32, bitcast=True) ^ -2147483648
     bits = signed_key ^ ((signed_key >> 31) & 0x7FFFFFFF)
     return tl.where(key == 0, float("-inf"), bits.to(tl.float32, bitcast=True))
@@ -468,7 +468,7 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
 @triton.jit
 def _gather_floor(row_ptr, vocab_size, k, SCRATCH: tl.constexpr, CHUNKS: tl.constexpr,
                   CHUNK: tl.constexpr):
-    # A key below which, for Gaussian-like logits, about (k + SCRATCH) / 2 entries lie: the
+    # A key above which, for Gaussian-like logits, about (k + SCRATCH) / 2 entries lie: the
     # mean plus z standard deviations of the finite entries, with z the normal upper quantile
     # (Abramowitz and Stegun 26.2.23). The moments come from CHUNKS runs of CHUNK entries
     # spread evenly over the row (all of it when shorter). Rows it misjudges fall back to the

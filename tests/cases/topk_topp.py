@@ -34,12 +34,15 @@ class TopKTopPCase(RowsCase):
 
 TOP_K_TOP_P = TopKTopPCase()
 CASES = [TOP_K_TOP_P]
+# The launch shapes: programs sharing multiprocessors (2048-entry steps), and one each (top-k
+# with 8 warps, top-p alone with 16).
 COMPILE_SPECS = [
-    CompileSpec("kernels.topk_topp:_top_k_top_p_kernel", _TYPES, num_warps=8, label="topk_topp"),
+    CompileSpec("kernels.topk_topp:_top_k_top_p_kernel", _TYPES, {"BLOCK": 2048}, num_warps=8,
+                label="topk_topp"),
     CompileSpec("kernels.topk_topp:_top_k_top_p_kernel", _TYPES, {"TOPP_ENABLED": False},
                 num_warps=8, label="topk_topp top-k only"),
     CompileSpec("kernels.topk_topp:_top_k_top_p_kernel", _TYPES, {"TOPK_ENABLED": False},
-                num_warps=8, label="topk_topp top-p only"),
+                num_warps=16, label="topk_topp top-p only"),
 ]
 
 
