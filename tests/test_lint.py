@@ -236,3 +236,23 @@ def test_pointer_types_follow_what_a_load_returns(tmp_path):
     types = plan(compat.jit_function_of(module.reserved_slots_kernel)).types
     assert [types[p] for p in ("total_ptr", "length_ptr", "flag_ptr")] == ["*i32", "*i32", "*fp32"]
     assert plan(compat.jit_function_of(module.lock_kernel)).types["lock_ptr"] != "*i1"
+
+
+SLOT_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def slot_rows_kernel(counter_ptr, out_ptr, stride, BLOCK: tl.constexpr = 16):
+    slot = tl.atomic_add(counter_ptr, 1)
+    tl.store(out_ptr + slot * stride + tl.arange(0, BLOCK), 1.0)
+"""
+
+
+def test_a_slot_taken_from_an_atomic_is_named_as_such(tmp_path):
+    done = run_lint(_write(tmp_path, "slots.py", SLOT_KERNEL))
+    assert done.returncode == 1, done.stdout + done.stderr
+    expected = ("`slot * stride` (old value an atomic returned from `counter_ptr` x int argument "
+                "`stride`)")
+    assert expected in done.stdout, done.stdout

@@ -23,7 +23,8 @@ PRODUCTS = ("arith.muli", "arith.shli")
 @dataclass(frozen=True)
 class Origin:
     kind: str  # "program id", "program count", "int argument", "pointer argument",
-    #            "loop variable", "loaded value", "block offsets", "computed value"
+    #            "loop variable", "loaded value", "atomic result", "block offsets",
+    #            "computed value"
     name: str = ""  # the argument, the table a value is loaded from, the axis, the op
 
     def describe(self):
@@ -35,6 +36,8 @@ class Origin:
             return f"{self.kind} `{self.name}`"
         if self.kind == "loaded value":
             return f"value loaded from `{self.name}`" if self.name else "loaded value"
+        if self.kind == "atomic result":
+            return f"old value an atomic returned from `{self.name}`" if self.name else self.kind
         if self.kind == "loop variable" and self.name:
             return f"loop variable over {self.name}"
         return self.kind
@@ -134,7 +137,8 @@ class Flow:
             if op.name == "tt.get_num_programs":
                 return Origin("program count", str(op.axis or 0))
             if op.name in ("tt.load", "tt.atomic_rmw", "tt.atomic_cas"):
-                return Origin("loaded value", self.pointer_root(op.operands[0]) or "")
+                kind = "loaded value" if op.name == "tt.load" else "atomic result"
+                return Origin(kind, self.pointer_root(op.operands[0]) or "")
             if op.name == "tt.make_range":
                 return Origin("block offsets")
             if op.name in CARRIERS or op.name in ("scf.for", "scf.if", "scf.while", "tt.call"):
