@@ -33,10 +33,10 @@ Passes over the logits (each streaming loop loads its next block before working 
   bounded, or estimated, mass reaches p * total hold more than SCRATCH survivors, the window
   narrows to them and is histogrammed again (a histogram's cost per entry grows with
   bins * log2(bins), so a few narrow ones are cheaper than one fine one); those bins are then
-  gathered with the exact mass above them, and the mass descent finishes in registers. When the exact masses refute the
-  bins (a bracket that holds too many ties), the streamed descent takes over: one pass per
-  4-bit digit of the mass descent, eight in all. The last pass reads the row and writes
-  mask_value below the cutoff.
+  gathered with the exact mass above them, and the mass descent finishes in registers. When
+  the exact masses refute the bins (a bracket that holds too many ties), the streamed descent
+  takes over: one pass per 4-bit digit of the mass descent, eight in all. The last pass reads
+  the row and writes mask_value below the cutoff.
 
 Programs are persistent over the rows, one row at a time. When there are more programs than
 multiprocessors, the launch caps the registers per thread (128, or 64 from three programs per
@@ -279,8 +279,11 @@ def _mass_descent(x, key, survivor, top, above, target):
 
 
 @triton.jit
-def _top_p_cutoff_gathered(x, key, valid, cutoff, p):
-    # Top-p over the survivors (key >= cutoff) of a block in registers.
+def _top_p_cutoff_gathered(x, ids, valid, cutoff, p):
+    # Top-p over the survivors (key >= cutoff) of the gathered entries in registers, summed in
+    # vocab order.
+    x = _in_vocab_order(x, ids, valid)
+    key = _order_key(x)
     survivor = valid & (key >= cutoff)
     top = tl.max(tl.where(survivor, x, float("-inf")), 0)
     total = tl.sum(tl.where(survivor & (x > float("-inf")), tl.exp(x - top), 0.0), 0)
@@ -548,8 +551,7 @@ def _top_k_top_p_kernel(
             x, ids, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
             cutoff, survivors = _top_k_cutoff_gathered(_order_key(x), valid, k)
             if p < 1.0:
-                x = _in_vocab_order(x, ids, valid)
-                cutoff = _top_p_cutoff_gathered(x, _order_key(x), valid, cutoff, p)
+                cutoff = _top_p_cutoff_gathered(x, ids, valid, cutoff, p)
         else:
             # 2. Otherwise radix select over the row, then top-p on the survivors.
             survivors = tl.zeros((), dtype=tl.int32) + vocab_size
@@ -560,8 +562,7 @@ def _top_k_top_p_kernel(
                     gathered = _gather(row_ptr, program_scratch, program_ids, program_counter,
                                        vocab_size, cutoff, BLOCK, SCRATCH)
                     x, ids, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
-                    x = _in_vocab_order(x, ids, valid)
-                    cutoff = _top_p_cutoff_gathered(x, _order_key(x), valid, cutoff, p)
+                    cutoff = _top_p_cutoff_gathered(x, ids, valid, cutoff, p)
                 else:
                     cutoff = _top_p_cutoff_bracketed(row_ptr, program_scratch, program_ids,
                                                      program_counter, vocab_size, cutoff, p, BLOCK,
