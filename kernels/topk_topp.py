@@ -17,26 +17,32 @@ Passes over the logits (each streaming loop loads its next block before working 
   5% of a 151936-entry row) give a floor above which about (k + SCRATCH) / 2 entries of
   Gaussian-like logits lie; one pass gathers the entries above it, with their vocab ids, into
   a per-program scratch row; the k-th largest key (a most-significant-digit radix select,
-  8-bit digits) and the top-p cutoff (a 4-bit-digit radix descent on probability mass) are
-  found in registers from there. Since scratch then holds every survivor, the last pass writes
+  8-bit digits) is found in registers from there, and the top-p cutoff by sorting the
+  survivors' keys, largest first, and summing their probabilities in that order, as the
+  sort-based reference does. Since scratch then holds every survivor, the last pass writes
   mask_value over the row without reading it and the survivors are stored back. Rows where the
   floor misses (fewer than k or more than SCRATCH entries above it: ties, -inf, skewed logits)
   take the general path.
 - general top-k (large k, or a missed floor): the radix select streams the row once per 8-bit
   digit, at most four times, stopping once the kept count is exact. When at most SCRATCH
   entries survive and top-p follows, they are gathered and finished as above.
-- top-p over more than SCRATCH survivors (top-p alone, or after a large k): four reads and one
-  write, plus one read for each histogram past the first (WINDOWS in all at most). The softmax
-  statistics of the survivors (max, sum of exponentials, count, smallest) in one pass; a
-  histogram of WINDOW_BINS equal value bins over a window that surely holds the cutoff (below
-  it the survivors weigh less than half of what top-p drops) in the next; while the bins whose
-  bounded, or estimated, mass reaches p * total hold more than SCRATCH survivors, the window
-  narrows to them and is histogrammed again (a histogram's cost per entry grows with
+- top-p over more than SCRATCH survivors (top-p alone, or after a large k): a sample, then one
+  pass takes the softmax statistics of the survivors (max, sum of exponentials, count,
+  smallest) and gathers those above a floor (about 3/4 of TOP_P_SCRATCH of them) with their
+  mass. On peaked rows that mass reaches p * total: the cutoff comes from sorting them, and
+  the row is filled and restored as for top-k: one read and one write in all. On flat rows,
+  where a Gaussian model of the sample puts the top-p set far below the floor, nothing is
+  gathered (blocks with no entry above the floor skip the gather), and the cutoff takes three
+  more reads and a write, plus one read for each histogram past the first (WINDOWS in all at
+  most): a histogram of WINDOW_BINS equal value bins over a window that surely holds the
+  cutoff (below it the survivors weigh less than half of what top-p drops); while the bins
+  whose bounded, or estimated, mass reaches p * total hold more than SCRATCH survivors, the
+  window narrows to them and is histogrammed again (a histogram's cost per entry grows with
   bins * log2(bins), so a few narrow ones are cheaper than one fine one); those bins are then
-  gathered with the exact mass above them, and the mass descent finishes in registers. When
-  the exact masses refute the bins (a bracket that holds too many ties), the streamed descent
-  takes over: one pass per 4-bit digit of the mass descent, eight in all. The last pass reads
-  the row and writes mask_value below the cutoff.
+  gathered with the exact mass above them and sorted in registers. When the exact masses
+  refute the bins (a bracket that holds too many ties), the streamed descent takes over: one
+  pass per 4-bit digit of a radix descent on probability mass, eight in all. The last pass
+  reads the row and writes mask_value below the cutoff.
 
 Programs are persistent over the rows, one row at a time. When there are more programs than
 multiprocessors, the launch caps the registers per thread (128, or 64 from three programs per
@@ -47,7 +53,7 @@ runs 16 warps.
 Rows with no finite entry are left unchanged by top-p. NaN logits are not supported.
 
 Products that can exceed 2**31: ``row * logits_stride``, where ``row`` is the persistent loop's
-variable (rows up to B - 1), and ``pid * SCRATCH`` in the scratch buffers.
+variable (rows up to B - 1), and ``pid * TOP_P_SCRATCH`` in the scratch buffers.
 """
 
 import torch
@@ -59,6 +65,7 @@ from kernels._launch import (check_int, check_logits, check_real, check_table, m
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 SCRATCH = 1024  # entries gathered into registers for the exact cutoffs
+TOP_P_SCRATCH = 2048  # entries the top entries' gather of top-p may hold
 _BLOCK = 8192  # vocab entries per loop step
 _MASS_BLOCK = 512  # vocab entries per step of the streamed top-p descent
 _WINDOW_BINS = 128  # bins of the value histograms that bracket a top-p cutoff
@@ -144,16 +151,6 @@ def _end_gather(counter_ptr):
     count = tl.atomic_add(counter_ptr, 0, sem="relaxed")
     tl.debug_barrier()
     return count
-
-
-@triton.jit
-def _in_vocab_order(x, ids, valid):
-    # The gathered entries (valid: a prefix of the lanes) sorted by vocab id, so that sums over
-    # them do not depend on the order the atomics gave them.
-    packed = (tl.where(valid, ids, 2147483647).to(tl.uint64) << 32) | x.to(
-        tl.uint32, bitcast=True).to(tl.uint64)
-    packed = tl.sort(packed, 0)
-    return (packed & 0xFFFFFFFF).to(tl.uint32).to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -265,30 +262,33 @@ def _top_k_cutoff_gathered(key, valid, k):
 
 
 @triton.jit
-def _mass_descent(x, key, survivor, top, above, target):
-    # Mass radix descent, 4 bits a level, over the survivors of a block in registers: the
-    # largest key whose mass (relative to exp(top)), plus `above`, reaches target. Also whether
-    # every level could reach it (rounding can leave the whole mass a hair under).
-    prefix = tl.zeros((), dtype=tl.uint32)
-    reached = tl.full((), 1, tl.int32)
-    for level in tl.static_range(8):
-        match = survivor & _same_prefix(key, prefix, 32 - 4 * level)
-        hist = _mass_histogram(x, key, match, top, 28 - 4 * level)
-        prefix, above, reached = _mass_step(hist, above, target, prefix, reached, 28 - 4 * level)
-    return prefix, reached
+def _in_descending_order(x, valid):
+    # The keys of the valid lanes, largest first (key 0, below every value's, in the others).
+    return tl.sort(tl.where(valid, _order_key(x), 0), 0, descending=True)
 
 
 @triton.jit
-def _top_p_cutoff_gathered(x, ids, valid, cutoff, p):
-    # Top-p over the survivors (key >= cutoff) of the gathered entries in registers, summed in
-    # vocab order.
-    x = _in_vocab_order(x, ids, valid)
-    key = _order_key(x)
-    survivor = valid & (key >= cutoff)
-    top = tl.max(tl.where(survivor, x, float("-inf")), 0)
-    total = tl.sum(tl.where(survivor & (x > float("-inf")), tl.exp(x - top), 0.0), 0)
-    prefix, reached = _mass_descent(x, key, survivor, top, tl.zeros((), dtype=tl.float32),
-                                    p * total)
+def _top_p_cutoff_sorted(keys, top, above, target):
+    # Over keys in descending order (0: no entry): the largest key whose mass (relative to
+    # exp(top)) from the top down, plus `above`, reaches target, summed largest first as the
+    # sort-based reference does; and whether the whole mass reaches it (rounding can leave it a
+    # hair under). Equal keys weigh the same, so the order among ties does not change the sums.
+    lanes = tl.arange(0, keys.shape[0])
+    x = _key_value(keys)
+    mass = above + tl.cumsum(tl.where(x > float("-inf"), tl.exp(x - top), 0.0), 0)
+    first = tl.min(tl.where(mass >= target, lanes, keys.shape[0]), 0)
+    cutoff = tl.max(tl.where(lanes == first, keys, 0), 0)
+    return cutoff, (first < keys.shape[0]).to(tl.int32)
+
+
+@triton.jit
+def _top_p_cutoff_gathered(x, valid, cutoff, p):
+    # Top-p over the survivors (key >= cutoff) of the gathered entries in registers.
+    keys = _in_descending_order(x, valid & (_order_key(x) >= cutoff))
+    top = _key_value(tl.max(keys, 0))
+    weight = _key_value(keys)
+    total = tl.sum(tl.where(weight > float("-inf"), tl.exp(weight - top), 0.0), 0)
+    prefix, reached = _top_p_cutoff_sorted(keys, top, tl.zeros((), dtype=tl.float32), p * total)
     return _settle_cutoff(prefix, cutoff, reached, top)
 
 
@@ -314,26 +314,40 @@ def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, top, target, BLOCK: tl.c
 
 
 @triton.jit
-def _survivor_softmax(row_ptr, vocab_size, cutoff, BLOCK: tl.constexpr):
+def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor,
+                      BLOCK: tl.constexpr, SCRATCH: tl.constexpr):
     # One pass over the survivors (key >= cutoff): their largest value `top`, their mass
-    # sum(exp(x - top)) (rescaled as `top` grows), how many are finite and the smallest of those.
+    # sum(exp(x - top)) and that of those with key >= floor (rescaled as `top` grows), how many
+    # are finite and the smallest of those. The finite survivors with key >= floor, and their
+    # vocab ids, go into scratch (SCRATCH of them at most); how many there are is returned last.
     top = tl.full((), float("-inf"), tl.float32)
     total = tl.zeros((), dtype=tl.float32)
+    total_above_floor = tl.zeros((), dtype=tl.float32)
     count = tl.zeros((), dtype=tl.int32)
     lowest = tl.full((), float("inf"), tl.float32)
+    _start_gather(counter_ptr)
     following = _block(row_ptr, 0, vocab_size, BLOCK)
     for start in range(0, vocab_size, BLOCK):
         block = following
         following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
-        x, keep, _ = _survivors(block, start, vocab_size, cutoff, BLOCK)
+        x, keep, offs = _survivors(block, start, vocab_size, cutoff, BLOCK)
         keep &= x > float("-inf")
-        new_top = tl.maximum(top, tl.max(tl.where(keep, x, float("-inf")), 0))
+        block_top = tl.max(tl.where(keep, x, float("-inf")), 0)
+        new_top = tl.maximum(top, block_top)
         shift = tl.where(new_top > float("-inf"), new_top, 0.0)
-        total = total * tl.exp(top - shift) + tl.sum(tl.where(keep, tl.exp(x - shift), 0.0), 0)
+        rescale = tl.exp(top - shift)
+        weight = tl.where(keep, tl.exp(x - shift), 0.0)
+        total = total * rescale + tl.sum(weight, 0)
+        total_above_floor = total_above_floor * rescale
+        # Most blocks of flat rows hold nothing at or above the floor: skip the gather there.
+        if block_top >= _key_value(floor):
+            above_floor = keep & (x >= _key_value(floor))
+            _append(scratch_ptr, ids_ptr, counter_ptr, x, offs, above_floor, SCRATCH)
+            total_above_floor += tl.sum(tl.where(above_floor, weight, 0.0), 0)
         top = new_top
         count += tl.sum(keep.to(tl.int32), 0)
         lowest = tl.minimum(lowest, tl.min(tl.where(keep, x, float("inf")), 0))
-    return top, total, count, lowest
+    return top, total, total_above_floor, count, lowest, _end_gather(counter_ptr)
 
 
 @triton.jit
@@ -418,18 +432,35 @@ def _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff,
 
 
 @triton.jit
-def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, p,
-                            BLOCK: tl.constexpr,
-                            MASS_BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
+def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor,
+                            p, BLOCK: tl.constexpr, MASS_BLOCK: tl.constexpr,
+                            SCRATCH: tl.constexpr, TOP_P_SCRATCH: tl.constexpr,
                             BINS: tl.constexpr, WINDOWS: tl.constexpr):
-    # Top-p over many survivors (key >= cutoff) in a few streamed passes: their softmax
-    # statistics; a histogram of a value window that surely holds the cutoff (narrowed and
-    # repeated while the bracketing bins hold more than SCRATCH survivors, at most WINDOWS
-    # times); a gather of those bins with the exact mass above them; the mass descent in
-    # registers. A bracket the exact masses refute falls back to the streamed descent.
-    top, total, count, lowest = _survivor_softmax(row_ptr, vocab_size, cutoff, BLOCK)
+    # Top-p over many survivors (key >= cutoff) in a few streamed passes. The first takes their
+    # softmax statistics and gathers those at or above `floor` (TOP_P_SCRATCH of them at most);
+    # when their mass reaches the target, a sort of them settles the cutoff and scratch holds
+    # every entry it keeps: the returned count, else 0. Otherwise:
+    # a histogram of a value window that surely holds the cutoff (narrowed and repeated while
+    # the bracketing bins hold more than SCRATCH survivors, at most WINDOWS times); a gather of
+    # those bins with the exact mass above them; the mass descent in registers. A bracket the
+    # exact masses refute falls back to the streamed descent.
+    floor = tl.maximum(floor, cutoff)
+    top, total, total_above_floor, count, lowest, gathered = _survivor_softmax(
+        row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor, BLOCK,
+        TOP_P_SCRATCH)
     result = cutoff
+    kept_in_scratch = tl.zeros((), dtype=tl.int32)
     if top > float("-inf"):
+        target = p * total
+        if (gathered <= TOP_P_SCRATCH) & (total_above_floor >= target):
+            x, _, valid = _load_gathered(scratch_ptr, ids_ptr, gathered, TOP_P_SCRATCH)
+            prefix, reached = _top_p_cutoff_sorted(_in_descending_order(x, valid), top,
+                                                   tl.zeros((), dtype=tl.float32), target)
+            if reached != 0:
+                # Every gathered key is >= floor, so the cutoff is too.
+                result = tl.maximum(prefix, floor)
+                kept_in_scratch = gathered
+    if (top > float("-inf")) & (kept_in_scratch == 0):
         target = p * total
         # Below `low` lie at most `count` survivors of mass < exp(low - top) each: half of what
         # top-p may drop at most, so the cutoff is not below low.
@@ -440,7 +471,7 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
         first = tl.zeros((), dtype=tl.int32)
         last = tl.zeros((), dtype=tl.int32)
         held = tl.zeros((), dtype=tl.int32) + SCRATCH + 1
-        for _ in range(0, WINDOWS):
+        for _window in range(0, WINDOWS):
             if held > SCRATCH:
                 step = width / BINS
                 scale = BINS / width
@@ -457,25 +488,21 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
             gathered, above = _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size,
                                            cutoff, low, scale, first, last, top, BLOCK, SCRATCH,
                                            BINS)
-            x, ids, valid = _load_gathered(scratch_ptr, ids_ptr, gathered, SCRATCH)
-            x = _in_vocab_order(x, ids, valid)
-            prefix, reached = _mass_descent(x, _order_key(x), valid, top, above, target)
+            x, _, valid = _load_gathered(scratch_ptr, ids_ptr, gathered, SCRATCH)
+            prefix, reached = _top_p_cutoff_sorted(_in_descending_order(x, valid), top, above,
+                                                   target)
             if (reached != 0) & (above < target) & (gathered <= SCRATCH):
                 result = tl.maximum(prefix, cutoff)
                 settled = settled + 1
         if settled == 0:
             result = _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, top, target, MASS_BLOCK)
-    return result
+    return result, kept_in_scratch
 
 
 @triton.jit
-def _gather_floor(row_ptr, vocab_size, k, SCRATCH: tl.constexpr, CHUNKS: tl.constexpr,
-                  CHUNK: tl.constexpr):
-    # A key above which, for Gaussian-like logits, about (k + SCRATCH) / 2 entries lie: the
-    # mean plus z standard deviations of the finite entries, with z the normal upper quantile
-    # (Abramowitz and Stegun 26.2.23). The moments come from CHUNKS runs of CHUNK entries
-    # spread evenly over the row (all of it when shorter). Rows it misjudges fall back to the
-    # radix path.
+def _sample_moments(row_ptr, vocab_size, CHUNKS: tl.constexpr, CHUNK: tl.constexpr):
+    # Mean and spread of the finite entries in CHUNKS runs of CHUNK entries spread evenly over
+    # the row (all of it when shorter), and how many finite entries the row holds by them.
     spacing = tl.maximum(vocab_size // CHUNKS, CHUNK)
     seen = tl.zeros((), dtype=tl.float32)
     count = tl.zeros((), dtype=tl.float32)
@@ -492,12 +519,37 @@ def _gather_floor(row_ptr, vocab_size, k, SCRATCH: tl.constexpr, CHUNKS: tl.cons
         squares += tl.sum(tl.where(finite, x * x, 0.0), 0)
     mean = total / tl.maximum(count, 1.0)
     spread = tl.sqrt(tl.maximum(squares / tl.maximum(count, 1.0) - mean * mean, 0.0))
-    finite_in_row = count * (vocab_size / tl.maximum(seen, 1.0))
-    tail = tl.minimum(((k + SCRATCH) // 2).to(tl.float32) / tl.maximum(finite_in_row, 1.0), 0.5)
-    t = tl.sqrt(-2.0 * tl.log(tail))
+    return mean, spread, count * (vocab_size / tl.maximum(seen, 1.0))
+
+
+@triton.jit
+def _normal_quantile(tail):
+    # z with P(Z > z) = tail for a standard normal Z, tail in (0, 1) (Abramowitz and Stegun
+    # 26.2.23, error < 4.5e-4).
+    t = tl.sqrt(-2.0 * tl.log(tl.minimum(tail, 1.0 - tail)))
     z = t - (2.515517 + t * (0.802853 + t * 0.010328)) / (
         1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308)))
-    return _order_key(mean + z * spread)
+    return tl.where(tail <= 0.5, z, -z)
+
+
+@triton.jit
+def _floor_value(mean, spread, finite_in_row, wanted):
+    # A value above which about `wanted` entries of Gaussian-like logits with these moments lie.
+    # Rows it misjudges fall back to a slower path.
+    tail = tl.minimum(wanted * 1.0 / tl.maximum(finite_in_row, 1.0), 0.5)
+    return mean + _normal_quantile(tail) * spread
+
+
+@triton.jit
+def _top_p_floor(mean, spread, finite_in_row, p, wanted):
+    # The floor of the top-p gather: about `wanted` entries lie above it. For logits drawn from
+    # N(mean, spread^2), the probability mass is distributed as N(mean + spread^2, spread^2),
+    # so the top-p set starts near mean + spread^2 - spread * z(1 - p). When that lies well
+    # below the floor (flat logits keep most of the row) the gather is skipped: the floor is
+    # then the key of +inf.
+    floor = _floor_value(mean, spread, finite_in_row, wanted)
+    start = mean + spread * spread - spread * _normal_quantile(tl.maximum(1.0 - p, 1e-7))
+    return _order_key(tl.where(start >= floor - spread, floor, float("inf")))
 
 
 @triton.jit
@@ -506,8 +558,8 @@ def _top_k_top_p_kernel(
     logits_stride,  # elements between rows
     k_ptr,  # [n_rows] int32; read only when TOPK_ENABLED
     p_ptr,  # [n_rows] fp32; read only when TOPP_ENABLED
-    scratch_ptr,  # [num_programs, SCRATCH] fp32 per-program workspace: gathered values
-    ids_ptr,  # [num_programs, SCRATCH] int32 per-program workspace: their vocab ids
+    scratch_ptr,  # [num_programs, TOP_P_SCRATCH] fp32 per-program workspace: gathered values
+    ids_ptr,  # [num_programs, TOP_P_SCRATCH] int32 per-program workspace: their vocab ids
     counter_ptr,  # [num_programs] int32 per-program workspace: how many were gathered
     n_rows,
     vocab_size,
@@ -515,6 +567,7 @@ def _top_k_top_p_kernel(
     BLOCK: tl.constexpr = 8192,
     MASS_BLOCK: tl.constexpr = 512,
     SCRATCH: tl.constexpr = 1024,
+    TOP_P_SCRATCH: tl.constexpr = 2048,
     WINDOW_BINS: tl.constexpr = 128,
     WINDOWS: tl.constexpr = 5,
     FLOOR_CHUNKS: tl.constexpr = 8,
@@ -523,9 +576,9 @@ def _top_k_top_p_kernel(
     TOPP_ENABLED: tl.constexpr = True,
 ):
     pid = tl.program_id(0)
-    # Widened: a program's scratch rows start at pid * SCRATCH.
-    program_scratch = scratch_ptr + pid.to(tl.int64) * SCRATCH  # overflow-lint: pid * SCRATCH bounded by num_programs * SCRATCH
-    program_ids = ids_ptr + pid.to(tl.int64) * SCRATCH  # overflow-lint: pid * SCRATCH bounded by num_programs * SCRATCH
+    # Widened: a program's scratch rows start at pid * TOP_P_SCRATCH.
+    program_scratch = scratch_ptr + pid.to(tl.int64) * TOP_P_SCRATCH  # overflow-lint: pid * TOP_P_SCRATCH bounded by num_programs * TOP_P_SCRATCH
+    program_ids = ids_ptr + pid.to(tl.int64) * TOP_P_SCRATCH  # overflow-lint: pid * TOP_P_SCRATCH bounded by num_programs * TOP_P_SCRATCH
     program_counter = counter_ptr + pid
     for row in tl.range(pid, n_rows, tl.num_programs(0)):
         # Widened: row * logits_stride passes 2**31 once B * V does.
@@ -542,16 +595,18 @@ def _top_k_top_p_kernel(
         if k <= SCRATCH // 2:
             floor = tl.zeros((), dtype=tl.uint32)
             if vocab_size > SCRATCH:
-                floor = _gather_floor(row_ptr, vocab_size, k, SCRATCH, FLOOR_CHUNKS, FLOOR_CHUNK)
+                mean, spread, finite = _sample_moments(row_ptr, vocab_size, FLOOR_CHUNKS,
+                                                       FLOOR_CHUNK)
+                floor = _order_key(_floor_value(mean, spread, finite, (k + SCRATCH) // 2))
             gathered = _gather(row_ptr, program_scratch, program_ids, program_counter, vocab_size,
                                floor, BLOCK, SCRATCH)
             if (gathered < k) | (gathered > SCRATCH):
                 gathered = gathered * 0
         if gathered > 0:
-            x, ids, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
+            x, _, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
             cutoff, survivors = _top_k_cutoff_gathered(_order_key(x), valid, k)
             if p < 1.0:
-                cutoff = _top_p_cutoff_gathered(x, ids, valid, cutoff, p)
+                cutoff = _top_p_cutoff_gathered(x, valid, cutoff, p)
         else:
             # 2. Otherwise radix select over the row, then top-p on the survivors.
             survivors = tl.zeros((), dtype=tl.int32) + vocab_size
@@ -561,12 +616,16 @@ def _top_k_top_p_kernel(
                 if survivors <= SCRATCH:
                     gathered = _gather(row_ptr, program_scratch, program_ids, program_counter,
                                        vocab_size, cutoff, BLOCK, SCRATCH)
-                    x, ids, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
-                    cutoff = _top_p_cutoff_gathered(x, ids, valid, cutoff, p)
+                    x, _, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
+                    cutoff = _top_p_cutoff_gathered(x, valid, cutoff, p)
                 else:
-                    cutoff = _top_p_cutoff_bracketed(row_ptr, program_scratch, program_ids,
-                                                     program_counter, vocab_size, cutoff, p, BLOCK,
-                                                     MASS_BLOCK, SCRATCH, WINDOW_BINS, WINDOWS)
+                    mean, spread, finite = _sample_moments(row_ptr, vocab_size, FLOOR_CHUNKS,
+                                                           FLOOR_CHUNK)
+                    floor = _top_p_floor(mean, spread, finite, p, 3 * TOP_P_SCRATCH // 4)
+                    cutoff, gathered = _top_p_cutoff_bracketed(
+                        row_ptr, program_scratch, program_ids, program_counter, vocab_size,
+                        cutoff, floor, p, BLOCK, MASS_BLOCK, SCRATCH, TOP_P_SCRATCH, WINDOW_BINS,
+                        WINDOWS)
         # 3. Mask everything below the cutoff. When scratch holds every survivor, fill the row
         # without reading it and put the survivors back.
         if cutoff > 0:
@@ -577,9 +636,11 @@ def _top_k_top_p_kernel(
                              tl.full((BLOCK, ), mask_value, tl.float32).to(row_ptr.dtype.element_ty),
                              mask=offs < vocab_size)
                 tl.debug_barrier()
-                x, ids, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
-                tl.store(row_ptr + ids, x.to(row_ptr.dtype.element_ty),
-                         mask=valid & (_order_key(x) >= cutoff))
+                for first in range(0, gathered, SCRATCH):
+                    x, ids, valid = _load_gathered(program_scratch + first, program_ids + first,
+                                                   gathered - first, SCRATCH)
+                    tl.store(row_ptr + ids, x.to(row_ptr.dtype.element_ty),
+                             mask=valid & (_order_key(x) >= cutoff))
             else:
                 following = _block(row_ptr, 0, vocab_size, BLOCK)
                 for start in range(0, vocab_size, BLOCK):
@@ -636,8 +697,8 @@ def apply_top_k_top_p(
             if sharing >= least:
                 launch = {"BLOCK": block, "num_warps": _NUM_WARPS, "maxnreg": registers}
                 break
-    scratch = torch.empty((programs, SCRATCH), dtype=torch.float32, device=logits.device)
-    ids = torch.empty((programs, SCRATCH), dtype=torch.int32, device=logits.device)
+    scratch = torch.empty((programs, TOP_P_SCRATCH), dtype=torch.float32, device=logits.device)
+    ids = torch.empty((programs, TOP_P_SCRATCH), dtype=torch.int32, device=logits.device)
     counters = torch.empty((programs, ), dtype=torch.int32, device=logits.device)
     _top_k_top_p_kernel[(programs, )](
         logits,
@@ -652,6 +713,7 @@ def apply_top_k_top_p(
         float(mask_value),
         MASS_BLOCK=_MASS_BLOCK,
         SCRATCH=SCRATCH,
+        TOP_P_SCRATCH=TOP_P_SCRATCH,
         WINDOW_BINS=_WINDOW_BINS,
         WINDOWS=_WINDOWS,
         TOPK_ENABLED=k is not None,

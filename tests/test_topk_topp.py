@@ -45,6 +45,7 @@ def _check_rows(out, before, k, p, what):
 @example(case=(LogitsSpec(2, 5003, 0, "some -inf", 2), None, [0.9, 1e-6], None))
 @example(case=(LogitsSpec(2, 1000, 1, "all -inf rows", 3), [5, 5], [0.3, 0.3], 1))
 @example(case=(LogitsSpec(2, 2049, 0, "normal", 4), [SCRATCH + 1, 3], [0.95, 0.95], None))
+@example(case=(LogitsSpec(2, 8193, 1, "wide", 5, torch.bfloat16), None, [0.9, 0.999], 1))
 def test_matches_reference(case, device):
     """Every row equals the sort-based reference (top-p cutoffs within fp32 mass rounding)."""
     spec, k, p, programs = case
@@ -83,6 +84,20 @@ def test_ties_at_the_cutoff_are_kept(device):
     logits = torch.tensor([[5.0, 3.0, 3.0, 1.0]], device=device)
     apply_top_k_top_p(logits, torch.tensor([2], dtype=torch.int32, device=device), None)
     assert logits.isfinite().cpu().tolist() == [[True, True, True, False]]
+
+
+@pytest.mark.correctness
+@pytest.mark.covers(kernel=KERNEL, detector="correctness")
+def test_top_p_past_the_gathered_top_entries(device):
+    """Top-p alone first gathers the entries above a floor a Gaussian model of a sample places
+    just above the top-p set. Here the model misleads (70% of the row N(0, 1), 30% at -5), so
+    those entries hold under 2/3 of the mass: the cutoff must come from the rest of the row."""
+    generator = torch.Generator().manual_seed(0)
+    values = torch.randn(2, 8193, generator=generator)
+    values[torch.rand(2, 8193, generator=generator) < 0.3] = -5.0
+    logits = values.clone().to(device)
+    apply_top_k_top_p(logits, None, torch.full((2, ), 0.9, device=device), num_programs=1)
+    _check_rows(logits, values, None, [0.9, 0.9], "bimodal")
 
 
 def _valid(device):
