@@ -273,10 +273,12 @@ def _top_p_cutoff_sorted(keys, top, above, target):
     # exp(top)) from the top down, plus `above`, reaches target, summed largest first as the
     # sort-based reference does; and whether the whole mass reaches it (rounding can leave it a
     # hair under). Equal keys weigh the same, so the order among ties does not change the sums.
+    # Only lanes that hold an entry count: a parallel scan can round the running sum at the
+    # empty lanes past the last entry up to a target that the last entry's sum misses.
     lanes = tl.arange(0, keys.shape[0])
     x = _key_value(keys)
     mass = above + tl.cumsum(tl.where(x > float("-inf"), tl.exp(x - top), 0.0), 0)
-    first = tl.min(tl.where(mass >= target, lanes, keys.shape[0]), 0)
+    first = tl.min(tl.where((mass >= target) & (keys > 0), lanes, keys.shape[0]), 0)
     cutoff = tl.max(tl.where(lanes == first, keys, 0), 0)
     return cutoff, (first < keys.shape[0]).to(tl.int32)
 
