@@ -253,6 +253,6 @@ def slot_rows_kernel(counter_ptr, out_ptr, stride, BLOCK: tl.constexpr = 16):
 def test_a_slot_taken_from_an_atomic_is_named_as_such(tmp_path):
     done = run_lint(_write(tmp_path, "slots.py", SLOT_KERNEL))
     assert done.returncode == 1, done.stdout + done.stderr
-    expected = ("`slot * stride` (old value an atomic returned from `counter_ptr` x int argument "
+    expected = ("`slot * stride` (old value an atomic returned from `counter_ptr` * int argument "
                 "`stride`)")
     assert expected in done.stdout, done.stdout

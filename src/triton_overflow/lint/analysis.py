@@ -42,7 +42,7 @@ class Finding:
         return (self.file, self.line, self.product)
 
     def message(self):
-        operands = " x ".join(self.operands)
+        operands = " * ".join(self.operands)
         text = f"i32 multiply feeds a pointer offset: `{self.product}` ({operands})"
         return text + (f"; {self.headroom}" if self.headroom else "")
 

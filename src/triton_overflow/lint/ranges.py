@@ -82,7 +82,7 @@ class Ranges:
                 other = names[0] if sides[0] != known[0] else names[1]
             text = f"wraps once {other} reaches 2**31 / {constant} = {-(-INT32_LIMIT // constant):,}"
         else:
-            text = f"wraps once {names[0]} x {names[1]} reaches 2**31"
+            text = f"wraps once {names[0]} * {names[1]} reaches 2**31"
         if self.facts is not None:
             unknown = [n for n, s in zip(names, sides) if s is None]
             text += f"; {' and '.join(unknown)} not known {self.facts.where}"
