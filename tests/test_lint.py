@@ -256,3 +256,30 @@ def test_a_slot_taken_from_an_atomic_is_named_as_such(tmp_path):
     expected = ("`slot * stride` (old value an atomic returned from `counter_ptr` * int argument "
                 "`stride`)")
     assert expected in done.stdout, done.stdout
+
+
+BLOCK_KERNELS = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def guessed_block_kernel(out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, 1.0)
+
+
+@triton.jit
+def given_block_kernel(out_ptr, BLOCK: tl.constexpr = 256):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, 1.0)
+"""
+
+
+def test_a_block_size_it_had_to_guess_is_said(tmp_path):
+    done = run_lint(_write(tmp_path, "blocks.py", BLOCK_KERNELS))
+    assert done.returncode == 0, done.stdout + done.stderr
+    notes = [line for line in done.stdout.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1, done.stdout
+    assert ("guessed_block_kernel: `BLOCK` has no default or autotune config: checked as "
+            "BLOCK = 128") in notes[0]

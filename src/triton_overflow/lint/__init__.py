@@ -31,6 +31,7 @@ class KernelResult:
     variants: int = 0  # compiled variants
     twin_of: str | None = None
     launch: str = ""  # which recorded launch, if any
+    notes: list = field(default_factory=list)  # what its check assumed
 
 
 @dataclass
@@ -66,7 +67,7 @@ def check_kernel(kernel, facts=None):
     """The ``KernelResult`` of one ``discover.Kernel`` over every variant of its flags."""
     kernel_plan = plan(kernel.jit, kernel.configs)
     types, first_error = _first_compiling_types(kernel, kernel_plan)
-    result = KernelResult(kernel.name, kernel.file, kernel.line)
+    result = KernelResult(kernel.name, kernel.file, kernel.line, notes=list(kernel_plan.notes))
     findings = {}
     errors = []
     for variant in kernel_plan.constexpr_variants:
@@ -163,6 +164,8 @@ def lint(paths, twins=False, facts=None):
         if result.twin_of:
             result.findings = [_to_origin(f, result.twin_of) for f in result.findings]
             result.file = result.twin_of
+        report.notes += [f"{discover._shown(kernel.where, None)}: {kernel.name}: {note}"
+                         for note in result.notes]
         report.results.append(result)
     return report
 

@@ -50,7 +50,7 @@ class Plan:
     types: dict  # parameter -> Triton type string ("*fp32", "i32", "constexpr", ...)
     constexpr_variants: list  # [{parameter: value}], the first is the default
     pointer_fallbacks: list = field(default_factory=list)  # other {parameter: type} to try
-    notes: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # what was assumed, one line each
 
 
 def plan(jit_function, configs=None):
@@ -61,6 +61,7 @@ def plan(jit_function, configs=None):
     defaults = _defaults(jit_function)
     config_values = dict(getattr(configs[0], "kwargs", {}) or {}) if configs else {}
     types, constexprs, choices = {}, {}, {}
+    notes = list(usage.notes)
     for param in jit_function.params:
         name = param.name
         annotation = param.annotation or ""
@@ -68,6 +69,10 @@ def plan(jit_function, configs=None):
             types[name] = "constexpr"
             value, options = _constexpr_values(name, defaults.get(name, _NO_DEFAULT),
                                                config_values, usage)
+            if (name in usage.blocks and name not in config_values
+                    and name not in defaults and value == BLOCK_DEFAULT):
+                notes.append(f"`{name}` has no default or autotune config: checked as "
+                             f"{name} = {BLOCK_DEFAULT}")
             constexprs[name] = value
             if len(options) > 1:
                 choices[name] = options
@@ -85,7 +90,7 @@ def plan(jit_function, configs=None):
         else:
             types[name] = "i32"
     return Plan(types=types, constexpr_variants=_combinations(constexprs, choices),
-                pointer_fallbacks=_fallbacks(types, usage), notes=usage.notes)
+                pointer_fallbacks=_fallbacks(types, usage), notes=notes)
 
 
 _NO_DEFAULT = object()
