@@ -283,3 +283,36 @@ def test_a_block_size_it_had_to_guess_is_said(tmp_path):
     assert len(notes) == 1, done.stdout
     assert ("guessed_block_kernel: `BLOCK` has no default or autotune config: checked as "
             "BLOCK = 128") in notes[0]
+
+
+GRID_AXIS_KERNELS = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def vocab_block_kernel(out_ptr, BLOCK: tl.constexpr = 1024):
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, 1.0)
+
+
+@triton.jit
+def wide_block_kernel(out_ptr, BLOCK: tl.constexpr = 65536):
+    offs = tl.program_id(2) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, 1.0)
+
+
+@triton.jit
+def row_axis_kernel(out_ptr, stride, BLOCK: tl.constexpr = 16):
+    tl.store(out_ptr + tl.program_id(1) * stride + tl.arange(0, BLOCK), 1.0)
+"""
+
+
+def test_program_ids_past_the_first_axis_stay_below_65535(tmp_path):
+    """CUDA grids hold at most 65535 programs along axes 1 and 2, so a block index there times
+    a block size up to 32768 cannot wrap; times a larger block or an unknown stride it can."""
+    done = run_lint(_write(tmp_path, "axes.py", GRID_AXIS_KERNELS))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "vocab_block_kernel" not in done.stdout, done.stdout
+    assert "wide_block_kernel: i32 multiply" in done.stdout, done.stdout
+    assert "row_axis_kernel: i32 multiply" in done.stdout, done.stdout

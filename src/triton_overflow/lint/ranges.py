@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 INT32_LIMIT = 2**31
+GRID_YZ_LIMIT = 65535  # programs along the second and third grid axes on CUDA
 _RANGE = re.compile(r"end\s*=\s*(-?\d+)\s*:\s*i32,\s*start\s*=\s*(-?\d+)")
 _PASS_THROUGH = {"arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast",
                  "arith.index_castui", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape",
@@ -107,9 +108,11 @@ class Ranges:
             return (int(match.group(2)), int(match.group(1)) - 1) if match else None
         if name in ("tt.get_program_id", "tt.get_num_programs"):
             grid = self.facts.grid if self.facts else None
-            if not grid:
-                return None
-            count = grid[op.axis or 0] if (op.axis or 0) < len(grid) else 1
+            axis = op.axis or 0
+            count = (grid[axis] if axis < len(grid) else 1) if grid else None
+            if count is None and axis:
+                # CUDA launches at most 65535 programs along the grid's second and third axes.
+                return (0, GRID_YZ_LIMIT - 1) if name == "tt.get_program_id" else (1, GRID_YZ_LIMIT)
             if count is None:
                 return None
             return (0, count - 1) if name == "tt.get_program_id" else (count, count)
