@@ -198,9 +198,20 @@ def product_parts(file, line, column, shift=False, nested=None):
     def written(node):
         return " ".join((ast.get_source_segment(source, node) or "").split())
 
+    def side(node):
+        # A side that binds more loosely than the product keeps the parentheses it needs
+        # ("(row + 1)", not "row + 1"), as the source must have had them.
+        loose = (isinstance(node, (ast.BoolOp, ast.Compare, ast.IfExp))
+                 or (isinstance(node, ast.BinOp) and not isinstance(node.op, _TIGHT_OPERATORS)))
+        return f"({written(node)})" if loose else written(node)
+
     if isinstance(chosen, ast.AugAssign):
-        return written(chosen), written(chosen.target), written(chosen.value)
-    return written(chosen) or text.strip(), written(chosen.left), written(chosen.right)
+        return written(chosen), written(chosen.target), side(chosen.value)
+    return written(chosen) or text.strip(), side(chosen.left), side(chosen.right)
+
+
+# Operators that bind at least as tightly as a multiply.
+_TIGHT_OPERATORS = (ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult, ast.Pow)
 
 
 def _sides_nested(node, wanted):
