@@ -326,11 +326,13 @@ import triton.language as tl
 @triton.jit
 def next_row_kernel(out_ptr, stride, BLOCK: tl.constexpr = 16):
     row = tl.program_id(0)
-    tl.store(out_ptr + (row + 1) * stride + tl.arange(0, BLOCK), 1.0)
+    tl.store(out_ptr + (
+        row + 1) * stride + tl.arange(0, BLOCK), 1.0)
 """
 
 
 def test_a_sum_times_a_stride_keeps_its_parentheses(tmp_path):
     done = run_lint(_write(tmp_path, "sums.py", SUM_KERNEL))
     assert done.returncode == 1, done.stdout + done.stderr
+    assert "`(row + 1) * stride`" in done.stdout, done.stdout
     assert "wraps once (row + 1) * stride reaches 2**31" in done.stdout, done.stdout

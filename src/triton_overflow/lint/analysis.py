@@ -196,7 +196,9 @@ def product_parts(file, line, column, shift=False, nested=None):
     source = "".join(linecache.getlines(file))
 
     def written(node):
-        return " ".join((ast.get_source_segment(source, node) or "").split())
+        # On one line, without the space a line break leaves inside brackets.
+        text = " ".join((ast.get_source_segment(source, node) or "").split())
+        return re.sub(r"([(\[]) | ([)\]])", r"\1\2", text)
 
     def side(node):
         # A side that binds more loosely than the product keeps the parentheses it needs
