@@ -284,12 +284,20 @@ def _top_p_cutoff_sorted(keys, top, above, target):
 
 
 @triton.jit
+def _top_p_cutoff_in_scratch(scratch_ptr, ids_ptr, count, top, above, target,
+                             LANES: tl.constexpr):
+    # _top_p_cutoff_sorted over the first `count` entries of the scratch rows.
+    x, _, valid = _load_gathered(scratch_ptr, ids_ptr, count, LANES)
+    return _top_p_cutoff_sorted(_in_descending_order(x, valid), top, above, target)
+
+
+@triton.jit
 def _top_p_cutoff_gathered(x, valid, cutoff, p):
     # Top-p over the survivors (key >= cutoff) of the gathered entries in registers.
     keys = _in_descending_order(x, valid & (_order_key(x) >= cutoff))
     top = _key_value(tl.max(keys, 0))
-    weight = _key_value(keys)
-    total = tl.sum(tl.where(weight > float("-inf"), tl.exp(weight - top), 0.0), 0)
+    values = _key_value(keys)
+    total = tl.sum(tl.where(values > float("-inf"), tl.exp(values - top), 0.0), 0)
     prefix, reached = _top_p_cutoff_sorted(keys, top, tl.zeros((), dtype=tl.float32), p * total)
     return _settle_cutoff(prefix, cutoff, reached, top)
 
@@ -444,7 +452,7 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
     # every entry it keeps: the returned count, else 0. Otherwise:
     # a histogram of a value window that surely holds the cutoff (narrowed and repeated while
     # the bracketing bins hold more than SCRATCH survivors, at most WINDOWS times); a gather of
-    # those bins with the exact mass above them; the mass descent in registers. A bracket the
+    # those bins with the exact mass above them; a sort of them in registers. A bracket the
     # exact masses refute falls back to the streamed descent.
     floor = tl.maximum(floor, cutoff)
     top, total, total_above_floor, count, lowest, gathered = _survivor_softmax(
@@ -452,18 +460,16 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
         TOP_P_SCRATCH)
     result = cutoff
     kept_in_scratch = tl.zeros((), dtype=tl.int32)
-    if top > float("-inf"):
-        target = p * total
-        if (gathered <= TOP_P_SCRATCH) & (total_above_floor >= target):
-            x, _, valid = _load_gathered(scratch_ptr, ids_ptr, gathered, TOP_P_SCRATCH)
-            prefix, reached = _top_p_cutoff_sorted(_in_descending_order(x, valid), top,
-                                                   tl.zeros((), dtype=tl.float32), target)
-            if reached != 0:
-                # Every gathered key is >= floor, so the cutoff is too.
-                result = tl.maximum(prefix, floor)
-                kept_in_scratch = gathered
+    target = p * total
+    if (top > float("-inf")) & (gathered <= TOP_P_SCRATCH) & (total_above_floor >= target):
+        prefix, reached = _top_p_cutoff_in_scratch(scratch_ptr, ids_ptr, gathered, top,
+                                                   tl.zeros((), dtype=tl.float32), target,
+                                                   TOP_P_SCRATCH)
+        if reached != 0:
+            # Every gathered key is >= floor, so the cutoff is too.
+            result = tl.maximum(prefix, floor)
+            kept_in_scratch = gathered
     if (top > float("-inf")) & (kept_in_scratch == 0):
-        target = p * total
         # Below `low` lie at most `count` survivors of mass < exp(low - top) each: half of what
         # top-p may drop at most, so the cutoff is not below low.
         low = tl.maximum(lowest, top + tl.log(0.5 * (1.0 - p) * total / count.to(tl.float32)))
@@ -490,9 +496,8 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
             gathered, above = _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size,
                                            cutoff, low, scale, first, last, top, BLOCK, SCRATCH,
                                            BINS)
-            x, _, valid = _load_gathered(scratch_ptr, ids_ptr, gathered, SCRATCH)
-            prefix, reached = _top_p_cutoff_sorted(_in_descending_order(x, valid), top, above,
-                                                   target)
+            prefix, reached = _top_p_cutoff_in_scratch(scratch_ptr, ids_ptr, gathered, top,
+                                                       above, target, SCRATCH)
             if (reached != 0) & (above < target) & (gathered <= SCRATCH):
                 result = tl.maximum(prefix, cutoff)
                 settled = settled + 1
@@ -631,12 +636,11 @@ def _top_k_top_p_kernel(
         # 3. Mask everything below the cutoff. When scratch holds every survivor, fill the row
         # without reading it and put the survivors back.
         if cutoff > 0:
+            masked = tl.full((BLOCK, ), mask_value, tl.float32).to(row_ptr.dtype.element_ty)
             if gathered > 0:
                 for start in range(0, vocab_size, BLOCK):
                     offs = start + tl.arange(0, BLOCK)
-                    tl.store(row_ptr + offs,
-                             tl.full((BLOCK, ), mask_value, tl.float32).to(row_ptr.dtype.element_ty),
-                             mask=offs < vocab_size)
+                    tl.store(row_ptr + offs, masked, mask=offs < vocab_size)
                 tl.debug_barrier()
                 for first in range(0, gathered, SCRATCH):
                     x, ids, valid = _load_gathered(program_scratch + first, program_ids + first,
@@ -649,10 +653,8 @@ def _top_k_top_p_kernel(
                     block = following
                     following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
                     offs = start + tl.arange(0, BLOCK)
-                    in_row = offs < vocab_size
-                    tl.store(row_ptr + offs,
-                             tl.full((BLOCK, ), mask_value, tl.float32).to(row_ptr.dtype.element_ty),
-                             mask=in_row & (block.to(tl.float32) < _key_value(cutoff)))
+                    tl.store(row_ptr + offs, masked,
+                             mask=(offs < vocab_size) & (block.to(tl.float32) < _key_value(cutoff)))
 
 
 def apply_top_k_top_p(
