@@ -25,13 +25,13 @@ import itertools
 import textwrap
 from dataclasses import dataclass, field
 
+_ATOMICS = {"atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
+            "atomic_xchg", "atomic_cas"}
 # Calls whose value is what their pointer held: a load, or an atomic's old value (a slot taken
 # from a counter indexes like a loaded index).
-_LOADS = {"load", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
-          "atomic_xor", "atomic_xchg", "atomic_cas"}
-_POINTER_CALLS = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
-                  "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "make_block_ptr",
-                  "make_tensor_descriptor", "prefetch"}
+_LOADS = {"load"} | _ATOMICS
+_POINTER_CALLS = {"load", "store", "make_block_ptr", "make_tensor_descriptor",
+                  "prefetch"} | _ATOMICS
 _FLOAT_CALLS = {"exp", "exp2", "log", "log2", "log1p", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos",
                 "sigmoid", "tanh", "erf", "div_rn", "fdiv", "softmax", "pow", "fma"}
 _INT_BINOPS = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift, ast.Mod, ast.FloorDiv)
@@ -67,12 +67,11 @@ def plan(jit_function, configs=None):
         annotation = param.annotation or ""
         if "constexpr" in annotation or name in config_values:
             types[name] = "constexpr"
-            value, options = _constexpr_values(name, defaults.get(name, _NO_DEFAULT),
-                                               config_values, usage)
-            if (name in usage.blocks and name not in config_values
-                    and name not in defaults and value == BLOCK_DEFAULT):
+            value, options, guessed = _constexpr_values(
+                name, defaults.get(name, _NO_DEFAULT), config_values, usage)
+            if guessed:
                 notes.append(f"`{name}` has no default or autotune config: checked as "
-                             f"{name} = {BLOCK_DEFAULT}")
+                             f"{name} = {value}")
             constexprs[name] = value
             if len(options) > 1:
                 choices[name] = options
@@ -103,7 +102,8 @@ def _defaults(jit_function):
 
 
 def _constexpr_values(name, default, config_values, usage):
-    """(the value to compile with, every value worth analysing)."""
+    """(the value to compile with, every value worth analysing, whether that value is a
+    guessed block size)."""
     import triton.language as tl
     if name in config_values:
         value = config_values[name]
@@ -116,7 +116,7 @@ def _constexpr_values(name, default, config_values, usage):
     elif name in usage.dtypes:
         value = tl.float32
     elif name in usage.blocks:
-        value = BLOCK_DEFAULT
+        return BLOCK_DEFAULT, [BLOCK_DEFAULT], True
     else:
         value = 16
     options = [value]
@@ -125,7 +125,7 @@ def _constexpr_values(name, default, config_values, usage):
     for literal in sorted(usage.compared.get(name, ()), key=repr):
         if literal not in options:
             options.append(literal)
-    return value, options
+    return value, options, False
 
 
 def _combinations(constexprs, choices):
@@ -308,7 +308,7 @@ class _Usage:
                 target = _argument(node, 0, "base")
             if target is not None:
                 self._pointer_expression(target)
-                if name.startswith("atomic_"):
+                if name in _ATOMICS:
                     self._atomic_targets |= self.bases(target)
             if name == "make_block_ptr":
                 for keyword in ("shape", "strides", "offsets"):
