@@ -120,6 +120,19 @@ def test_exit_2_when_there_is_nothing_to_check(tmp_path):
     assert done.returncode == 2 and "could not check" in done.stdout, done.stdout
 
 
+def test_a_combine_function_is_a_helper_not_a_kernel(tmp_path):
+    """A jit function passed to tl.reduce is checked inside its caller, never on its own."""
+    kernel = SAFE_KERNEL + ("\n\n@triton.jit\ndef _pick_larger(a, b):\n    return tl.maximum(a, b)\n"
+                            "\n\n@triton.jit\ndef reduce_kernel(x_ptr, stride):\n"
+                            "    row = tl.program_id(0)\n"
+                            "    x = tl.load(x_ptr + tl.arange(0, 16))\n"
+                            "    tl.store(x_ptr + row * stride, tl.reduce(x, 0, _pick_larger))\n")
+    done = run_lint(_write(tmp_path, "reduce.py", kernel))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "2 kernels checked, 1 with findings" in done.stdout, done.stdout
+    assert "_pick_larger" not in done.stdout, done.stdout
+
+
 def test_a_syntax_error_is_one_line_and_the_rest_is_checked(tmp_path):
     _write(tmp_path, "broken.py", "import triton\n@triton.jit\ndef k(:\n")
     _write(tmp_path, "ok.py", SAFE_KERNEL)

@@ -251,7 +251,8 @@ def _bind_triton_names(statement, module):
 
 
 def _kernels_of(module, file):
-    """(launched kernels, names of helpers) among the module's jit functions."""
+    """(launched kernels, names of helpers) among the module's jit functions: a helper is one
+    that another jit function of the module names."""
     entries = {}
     for attribute, value in vars(module).items():
         jit = jit_function_of(value)
@@ -268,12 +269,13 @@ def _kernels_of(module, file):
             tree = ast.parse(_dedent(jit.src))
         except SyntaxError:
             continue
+        # Called, or passed on (the combine function of tl.reduce or tl.associative_scan).
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                if node.func.id in entries and node.func.id != attribute:
-                    called.add(node.func.id)
-                elif node.func.id in own_names and own_names[node.func.id] != attribute:
-                    called.add(own_names[node.func.id])
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                if node.id in entries and node.id != attribute:
+                    called.add(node.id)
+                elif node.id in own_names and own_names[node.id] != attribute:
+                    called.add(own_names[node.id])
     kernels = []
     for attribute in sorted(entries):
         if attribute in called:
