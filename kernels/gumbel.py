@@ -16,12 +16,18 @@ logits into ``output_processed_logits [R, K, V]`` at ``[req, col]`` (``col`` fro
 ``output_processed_logits_col``: one int for all rows, or one per row; 0 when absent). Rows
 that share a ``(req, col)`` race for it; the engine gives each row its own.
 
-Each program handles one (row, 1024-entry block) and writes the block's best (value, id); the
-host then picks the best block per row.
+Each program handles one (row, 4096-entry block; 1024 with ``use_fp64``) and writes the block's
+best (value, id); the host then picks the best block per row.
 
 Passes over the logits: temperature reads and writes each row once; sampling reads each row
 once (writing it to the side output when asked) and writes one (value, id) per block, which the
 host reduces per row: a pass split over blocks so that a small batch still fills the device.
+Within a block the fp32 path is bound by arithmetic, not by the read: Philox and the two
+logarithms of the noise cost more per entry than loading it. So it ranks the entries by
+``u * exp((max - x) / t)``, one ``exp2`` each, and evaluates the noise of the best-ranked entry
+alone when a bound proves no other entry can beat it (``_gumbel_argmax_fp32``); near-ties fall
+back to every entry's exact score, so the token is the one the exact scores give. ``log(1 - u)``
+is evaluated compensated, accurate for small ``u`` where plain fp32 ``1 - u`` rounds.
 
 Products that can exceed 2**31: ``row * logits_stride`` (row = program id, up to T - 1),
 ``req * processed_stride`` (req loaded from the int32 ``expanded_idx_mapping``: slots past
@@ -37,7 +43,11 @@ from kernels._launch import (check_flag, check_index_range, check_logits, check_
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _TEMPERATURE_BLOCK = 8192
-_SAMPLE_BLOCK = 1024
+_SAMPLE_BLOCK = 4096
+_SAMPLE_BLOCK_FP64 = 1024
+# Left free, the fp32 sampling kernel takes 156 registers per thread (three programs per
+# multiprocessor); capped at 128 it fits four, without spilling.
+_SAMPLE_REGISTERS = 128
 TINY_UNIFORM_FP32 = 4.6566127342e-10
 TINY_UNIFORM_FP64 = 2.2250738585072014e-308
 
@@ -64,6 +74,71 @@ def _temperature_kernel(
 
 
 @triton.jit
+def uniform_of(magnitude):
+    """``tl.uint_to_uniform_float`` of a Philox word whose magnitude (``w`` or ``-w - 1`` as
+    int32) is given, clamped away from 0 as the noise needs."""
+    return tl.maximum(magnitude * 4.6566127342e-10, 4.6566127342e-10)
+
+
+@triton.jit
+def gumbel_score(x, uniform):
+    """``x + g(u)``, ``g = -log(-log(1 - u))``, with ``log(1 - u)`` accurate in fp32 for small u."""
+    one_minus_u = 1.0 - uniform
+    # log(1 - u) = log(w) * (-u) / (w - 1) with w = fl(1 - u): undoes the rounding of 1 - u.
+    log_one_minus_u = tl.where(one_minus_u == 1.0, -uniform,
+                               tl.log(one_minus_u) * (-uniform / (one_minus_u - 1.0)))
+    return x - tl.log(-log_one_minus_u)
+
+
+@triton.jit
+def _gumbel_argmax_fp32(x, magnitude, divisor, stream, first_counter):
+    """(best ``gumbel_score(x / divisor, u)``, its lane), lowest lane on ties, computing exact
+    scores only where cheap bounds cannot settle the block.
+
+    With ``c = max(x) / divisor``, ``ratio = u * exp(c - x / divisor)`` orders the lanes as
+    ``x / divisor - log(u)`` does, reversed, and ``-log(-log(1 - u))`` lies in
+    ``[-log(u) - log(1 + u), -log(u)]`` for ``u <= 1/2``. So no lane can beat the lane of the
+    smallest ratio unless its ratio is within ``(1 + u_best)`` of it, up to the rounding of
+    both (``slack``). When that lane stands alone, only its score is computed; otherwise (a
+    near-tie, NaN or inf) every lane's is."""
+    lanes = tl.arange(0, x.shape[0])
+    x_max = tl.max(x, 0)
+    if x_max == float("-inf"):
+        value = float("-inf")
+        index = 0
+    else:
+        rate = 1.4426950408889634 / divisor
+        ratio = tl.maximum(magnitude, 1).to(tl.float32) * tl.exp2(x_max * rate - x * rate)
+        # The smallest ratio's lane rides in the low bits of its (non-negative) float bits;
+        # dropping them costs 2**-11 of the ratio, which `slack` covers. Ties and NaN leave
+        # two contenders below, so any lane of the smallest key will do.
+        tl.static_assert(x.shape[0] <= 4096)
+        best_key = tl.min((ratio.to(tl.int32, bitcast=True) & -4096) | lanes, 0)
+        best = best_key & 4095
+        best_ratio = (best_key & -4096).to(tl.float32, bitcast=True)
+        at_best = lanes == best
+        x_best = tl.max(tl.where(at_best, x, float("-inf")), 0)
+        # The winner's word again, from Philox: cheaper than a third reduction over the block.
+        word_0, word_1, word_2, word_3 = tl.randint4x(stream, first_counter + best // 4)
+        word = tl.where(best % 4 == 0, word_0,
+                        tl.where(best % 4 == 1, word_1, tl.where(best % 4 == 2, word_2, word_3)))
+        signed_best = word.to(tl.int32, bitcast=True)
+        magnitude_best = tl.where(signed_best < 0, -signed_best - 1, signed_best)
+        u_best = uniform_of(magnitude_best)
+        slack = 2.0**-9 + tl.abs(x_max * rate) * 2.0**-18
+        reach = best_ratio * (1.0 + u_best) * (1.0 + slack)
+        # NaN ratios count as contenders: `not beyond`, never `within`.
+        contenders = tl.sum((~(ratio > reach)).to(tl.int32), 0)
+        if (contenders == 1) & (u_best <= 0.5):
+            value = gumbel_score(x_best / divisor, u_best)
+            index = best
+        else:
+            value, index = tl.max(gumbel_score(x / divisor, uniform_of(magnitude)), 0,
+                                  return_indices=True, return_indices_tie_break_left=True)
+    return value, index
+
+
+@triton.jit
 def gumbel_block_argmax(
     x,  # [BLOCK] fp32 logits of this block, -inf where masked
     block_start,  # global vocab id of the block's first entry, a multiple of 4
@@ -87,8 +162,12 @@ def gumbel_block_argmax(
     # Widened: req * processed_stride passes 2**31 for slots past 2**31 / (K * V).
     req = tl.load(idx_mapping_ptr + row).to(tl.int64)
     temperature = tl.load(temperature_ptr + req)
+    divisor = 1.0
     if APPLY_TEMPERATURE:
-        x = tl.where(temperature != 0.0, x / temperature, x)
+        if processed_ptr is not None:
+            x = tl.where(temperature != 0.0, x / temperature, x)
+        else:
+            divisor = tl.where(temperature != 0.0, temperature, 1.0)
     if processed_ptr is not None:
         col = 0
         if processed_col_ptr is not None:
@@ -98,26 +177,30 @@ def gumbel_block_argmax(
                 col = tl.load(processed_col_ptr).to(tl.int64)  # overflow-lint: col * vocab_size bounded by K * V
         tl.store(processed_ptr + req * processed_stride + col * vocab_size + vocab_ids, x,
                  mask=mask)
-    if USE_FP64:
-        score = x.to(tl.float64)
+    if temperature == 0.0:
+        greedy = x / divisor
+        if USE_FP64:
+            greedy = greedy.to(tl.float64)
+        value, index = tl.max(greedy, 0, return_indices=True, return_indices_tie_break_left=True)
     else:
-        score = x
-    if temperature != 0.0:
         stream = tl.randint(tl.load(seed_ptr + req), tl.load(pos_ptr + row))
         if USE_FP64:
             word_hi, word_lo, _, _ = tl.randint4x(stream, vocab_ids)
             bits = (word_hi.to(tl.uint64) << 32) | word_lo.to(tl.uint64)
             uniform = tl.maximum(bits.to(tl.float64) * 5.421010862427522e-20, 2.2250738585072014e-308)
-            noise = -tl.log(-tl.log(uniform))
+            score = tl.where(mask, (x / divisor).to(tl.float64) - tl.log(-tl.log(uniform)),
+                             float("-inf"))
+            value, index = tl.max(score, 0, return_indices=True,
+                                  return_indices_tie_break_left=True)
         else:
             # One Philox call gives four words: word k of counter v // 4 serves vocab id v.
             counters = block_start // 4 + tl.arange(0, BLOCK // 4)
             word_0, word_1, word_2, word_3 = tl.randint4x(stream, counters)
             words = tl.interleave(tl.interleave(word_0, word_2), tl.interleave(word_1, word_3))
-            uniform = tl.maximum(tl.uint_to_uniform_float(words), 4.6566127342e-10)
-            noise = -tl.log(-tl.log(1.0 - uniform))
-        score = tl.where(mask, score + noise, float("-inf"))
-    return tl.max(score, 0, return_indices=True, return_indices_tie_break_left=True)
+            signed = words.to(tl.int32, bitcast=True)
+            magnitude = tl.where(signed < 0, -signed - 1, signed)
+            value, index = _gumbel_argmax_fp32(x, magnitude, divisor, stream, block_start // 4)
+    return value, index
 
 
 @triton.jit
@@ -135,7 +218,7 @@ def _gumbel_sample_kernel(
     temperature_ptr,  # [max_num_reqs] fp32
     vocab_size,
     num_blocks,
-    BLOCK: tl.constexpr = 1024,
+    BLOCK: tl.constexpr = 4096,
     APPLY_TEMPERATURE: tl.constexpr = True,
     USE_FP64: tl.constexpr = False,
     PER_ROW_COL: tl.constexpr = False,
@@ -230,14 +313,19 @@ def gumbel_sample(
         return torch.empty(0, dtype=torch.int64, device=device)
     if vocab_size == 0:
         raise ValueError("logits must have at least one vocab entry")
-    num_blocks = triton.cdiv(vocab_size, _SAMPLE_BLOCK)
+    block, launch = _SAMPLE_BLOCK, {}
+    if use_fp64:
+        block = _SAMPLE_BLOCK_FP64
+    elif device.type == "cuda":
+        launch = {"maxnreg": _SAMPLE_REGISTERS}
+    num_blocks = triton.cdiv(vocab_size, block)
     block_ids = torch.empty((n_rows, num_blocks), dtype=torch.int64, device=device)
     block_values = torch.empty((n_rows, num_blocks),
                                dtype=torch.float64 if use_fp64 else torch.float32, device=device)
     _gumbel_sample_kernel[(n_rows, num_blocks)](
         block_ids, block_values, processed, processed_stride, col, logits, logits.stride(0),
         expanded_idx_mapping, seed, pos, temperature, vocab_size, num_blocks,
-        BLOCK=_SAMPLE_BLOCK, APPLY_TEMPERATURE=apply_temperature, USE_FP64=use_fp64,
-        PER_ROW_COL=per_row_col, num_warps=4)
+        BLOCK=block, APPLY_TEMPERATURE=apply_temperature, USE_FP64=use_fp64,
+        PER_ROW_COL=per_row_col, num_warps=4, **launch)
     best_block = block_values.argmax(dim=1, keepdim=True)
     return block_ids.gather(1, best_block).squeeze(1)

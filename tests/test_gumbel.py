@@ -91,6 +91,34 @@ def test_copied_row_samples_row_zero_token(case, device):
 
 
 @pytest.mark.correctness
+@pytest.mark.covers(kernel="gumbel_sample", detector="correctness")
+@pytest.mark.parametrize("uniform_range, gap", [((0.3, 0.45), 0.05), ((0.85, 0.95), 0.1)],
+                         ids=["contender", "large u"])
+@pytest.mark.parametrize("temperature, apply_t", [(1.0, False), (0.5, True)])
+def test_near_tie_the_cheap_bounds_misorder(uniform_range, gap, temperature, apply_t, device):
+    """The kernel's cheap bound (-log(u) for the noise) overstates a lane with a large u. Plant
+    such a lane at exact score 10 - gap and a small-u lane at exactly 10, in one block of
+    otherwise hopeless lanes: the small-u lane is sampled."""
+    vocab, seed, pos = 1024, 7, 11
+    noise = reference.gumbel_scores(torch.zeros(vocab), 1.0, seed, pos, False)
+    uniform = 1.0 - torch.exp(-torch.exp(-noise))
+    overstated = int(torch.nonzero((uniform > uniform_range[0])
+                                   & (uniform < uniform_range[1]))[0])
+    exact = int(uniform.argmin())
+    logits = torch.full((1, vocab), -1e4, dtype=torch.float64)
+    logits[0, overstated] = 10.0 - gap - noise[overstated]
+    logits[0, exact] = 10.0 - noise[exact]
+    logits = (logits * temperature).float().to(device)
+    tokens = gumbel_sample(logits, torch.zeros(1, dtype=torch.int32, device=device),
+                           torch.tensor([temperature], device=device),
+                           torch.tensor([seed], device=device),
+                           torch.tensor([pos], device=device), apply_t)
+    scores = reference.gumbel_scores(logits[0], temperature, seed, pos, apply_t)
+    assert int(scores.argmax()) == exact
+    reference.assert_valid_token(tokens[0], scores)
+
+
+@pytest.mark.correctness
 @pytest.mark.covers(kernel="apply_temperature", detector="correctness")
 @given(case=sampling_cases())
 def test_temperature_matches_reference(case, device):
