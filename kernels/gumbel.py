@@ -74,14 +74,22 @@ def _temperature_kernel(
 
 
 @triton.jit
-def uniform_of(magnitude):
+def _word_magnitude(word):
+    """``w`` or ``-w - 1`` of a Philox word read as int32: what ``tl.uint_to_uniform_float``
+    scales."""
+    signed = word.to(tl.int32, bitcast=True)
+    return tl.where(signed < 0, -signed - 1, signed)
+
+
+@triton.jit
+def _uniform_of(magnitude):
     """``tl.uint_to_uniform_float`` of a Philox word whose magnitude (``w`` or ``-w - 1`` as
     int32) is given, clamped away from 0 as the noise needs."""
     return tl.maximum(magnitude * 4.6566127342e-10, 4.6566127342e-10)
 
 
 @triton.jit
-def gumbel_score(x, uniform):
+def _gumbel_score(x, uniform):
     """``x + g(u)``, ``g = -log(-log(1 - u))``, with ``log(1 - u)`` accurate in fp32 for small u."""
     one_minus_u = 1.0 - uniform
     # log(1 - u) = log(w) * (-u) / (w - 1) with w = fl(1 - u): undoes the rounding of 1 - u.
@@ -92,7 +100,7 @@ def gumbel_score(x, uniform):
 
 @triton.jit
 def _gumbel_argmax_fp32(x, magnitude, divisor, stream, first_counter):
-    """(best ``gumbel_score(x / divisor, u)``, its lane), lowest lane on ties, computing exact
+    """(best ``_gumbel_score(x / divisor, u)``, its lane), lowest lane on ties, computing exact
     scores only where cheap bounds cannot settle the block.
 
     With ``c = max(x) / divisor``, ``ratio = u * exp(c - x / divisor)`` orders the lanes as
@@ -122,18 +130,16 @@ def _gumbel_argmax_fp32(x, magnitude, divisor, stream, first_counter):
         word_0, word_1, word_2, word_3 = tl.randint4x(stream, first_counter + best // 4)
         word = tl.where(best % 4 == 0, word_0,
                         tl.where(best % 4 == 1, word_1, tl.where(best % 4 == 2, word_2, word_3)))
-        signed_best = word.to(tl.int32, bitcast=True)
-        magnitude_best = tl.where(signed_best < 0, -signed_best - 1, signed_best)
-        u_best = uniform_of(magnitude_best)
+        u_best = _uniform_of(_word_magnitude(word))
         slack = 2.0**-9 + tl.abs(x_max * rate) * 2.0**-18
         reach = best_ratio * (1.0 + u_best) * (1.0 + slack)
         # NaN ratios count as contenders: `not beyond`, never `within`.
         contenders = tl.sum((~(ratio > reach)).to(tl.int32), 0)
         if (contenders == 1) & (u_best <= 0.5):
-            value = gumbel_score(x_best / divisor, u_best)
+            value = _gumbel_score(x_best / divisor, u_best)
             index = best
         else:
-            value, index = tl.max(gumbel_score(x / divisor, uniform_of(magnitude)), 0,
+            value, index = tl.max(_gumbel_score(x / divisor, _uniform_of(magnitude)), 0,
                                   return_indices=True, return_indices_tie_break_left=True)
     return value, index
 
@@ -197,9 +203,8 @@ def gumbel_block_argmax(
             counters = block_start // 4 + tl.arange(0, BLOCK // 4)
             word_0, word_1, word_2, word_3 = tl.randint4x(stream, counters)
             words = tl.interleave(tl.interleave(word_0, word_2), tl.interleave(word_1, word_3))
-            signed = words.to(tl.int32, bitcast=True)
-            magnitude = tl.where(signed < 0, -signed - 1, signed)
-            value, index = _gumbel_argmax_fp32(x, magnitude, divisor, stream, block_start // 4)
+            value, index = _gumbel_argmax_fp32(x, _word_magnitude(words), divisor, stream,
+                                               block_start // 4)
     return value, index
 
 

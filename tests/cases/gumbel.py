@@ -116,7 +116,8 @@ COMPILE_SPECS = [
     CompileSpec("kernels.gumbel:_gumbel_sample_kernel", _SAMPLE_TYPES, label="gumbel fp32"),
     CompileSpec("kernels.gumbel:_gumbel_sample_kernel",
                 {**_SAMPLE_TYPES, "block_value_ptr": "*fp64"},
-                {"USE_FP64": True, "PER_ROW_COL": True, "BLOCK": 1024}, label="gumbel fp64 per-row col"),
+                {"USE_FP64": True, "PER_ROW_COL": True, "BLOCK": 1024},
+                label="gumbel fp64 per-row col"),
 ]
 
 
