@@ -1,5 +1,6 @@
-"""Huge case for ``kernels.topk_topp`` (row 0 and its copies at the highest rows, k=50, p=0.9),
-its compile specs and its benchmark entries."""
+"""Huge cases for ``kernels.topk_topp`` (row 0 and its copies at the highest rows: k=50 and
+p=0.9; p=0.9 alone, on normal rows and on rows of ties), its compile specs and its benchmark
+entries."""
 
 import torch
 
@@ -20,7 +21,9 @@ class TopKTopPCase(RowsCase):
         return run.rows * 8
 
     def inputs(self, run):
-        return {"k": torch.full((run.rows, ), self.top_k, dtype=torch.int32, device=run.device),
+        k = None if self.top_k is None else torch.full((run.rows, ), self.top_k,
+                                                       dtype=torch.int32, device=run.device)
+        return {"k": k,
                 "p": torch.full((run.rows, ), self.top_p, dtype=torch.float32, device=run.device)}
 
     def launch(self, kernels, logits, run, *, k, p):
@@ -32,8 +35,29 @@ class TopKTopPCase(RowsCase):
         assert_valid_mask(values, actual, self.top_k, self.top_p, what=what)
 
 
+class TopPCase(TopKTopPCase):
+    """Top-p alone: the softmax pass, the value histograms and the gather of their bins."""
+
+    name = "apply_top_k_top_p (top-p alone)"
+    top_k = None
+
+
+class TopPTiesCase(TopPCase):
+    """Top-p alone over rows of seven distinct values: no value window can split the ties at
+    the cutoff, so the cutoff comes from the streamed descent over the whole row."""
+
+    name = "apply_top_k_top_p (top-p alone, ties)"
+    width = 2**15  # the streamed descent is slow in the interpreter: shorter rows, more of them
+
+    def random_row(self, generator, width):
+        return torch.randint(-3, 4, (width, ), generator=generator,
+                             device=generator.device).float()
+
+
 TOP_K_TOP_P = TopKTopPCase()
-CASES = [TOP_K_TOP_P]
+TOP_P = TopPCase()
+TOP_P_TIES = TopPTiesCase()
+CASES = [TOP_K_TOP_P, TOP_P, TOP_P_TIES]
 # The launch shapes: programs sharing multiprocessors (2048-entry steps), and one each (top-k
 # with 8 warps, top-p alone with 16).
 COMPILE_SPECS = [
