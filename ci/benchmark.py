@@ -2,6 +2,7 @@
 twins.
 
     python ci/benchmark.py [--out benchmark.md] [--reps 50] [--only NAME ...] [--host]
+                           [--compile-jobs N]
 
 The rows come from the families: each ``tests/cases/<family>.py`` declares
 ``benchmarks(batch, kernels, data)``, returning ``triton_overflow.bench.Benchmark`` rows for its
@@ -11,13 +12,18 @@ number of logits rows. "GB/s" counts the bytes a row must move at least (read th
 write what it writes), so "% copy" compares it with a device-to-device copy timed in the same
 run. A row meets its goal when it is no slower than its target, the published figure, the
 PyTorch formulation and every row it names in ``no_slower_than`` (at the same B). ``--host``
-adds per-call and range-checked call figures (host time included).
+adds per-call and range-checked call figures (host time included). Before timing, N processes
+(``--compile-jobs``, default up to 8) launch every row once, so that Triton compiles the
+kernels and twins in parallel into its cache; the timing process then loads them from there.
 """
 
 import argparse
 import importlib
 import math
+import multiprocessing
+import os
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -79,6 +85,32 @@ def rows(batch, twins):
     return found
 
 
+def _launch_share(task):
+    """Launch the rows of one share (``batch``, ``index`` of ``jobs``) once, ours and twin."""
+    batch, index, jobs, only = task
+    found = rows(batch, {})
+    names = sorted(name for name in found if not only or name in only)
+    for name in names[index::jobs]:
+        for row in found[name]:
+            if row.restore is not None:
+                row.restore()
+            row.run(check_values=False)
+    torch.cuda.synchronize()
+    return len(names[index::jobs])
+
+
+def compile_in_parallel(jobs, only):
+    """Launch every row once in ``jobs`` processes, each a share of the rows at each batch
+    size, so that Triton's cache holds every kernel the timing launches."""
+    started = time.monotonic()
+    print(f"benchmark: compiling in {jobs} processes", file=sys.stderr, flush=True)
+    tasks = [(batch, index, jobs, only) for batch in BATCHES for index in range(jobs)]
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        launched = sum(pool.map(_launch_share, tasks, chunksize=1))
+    print(f"benchmark: {launched} rows launched once in {time.monotonic() - started:.0f} s",
+          file=sys.stderr, flush=True)
+
+
 def copy_bandwidth(reps):
     """GB/s of a 2 GiB device-to-device copy (1 GiB read, 1 GiB written), median of ``reps``."""
     source = torch.empty(2**28, dtype=torch.float32, device="cuda")
@@ -106,10 +138,16 @@ def main():
     parser.add_argument("--only", nargs="*", default=None, help="row names to time")
     parser.add_argument("--host", action="store_true",
                         help="also time per call and the range-checked call (host included)")
+    parser.add_argument("--compile-jobs", type=int, default=min(8, os.cpu_count() or 1),
+                        help="processes that compile the kernels before timing (0: none)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("benchmark: needs a CUDA device; none visible")
         return 2
+    if args.compile_jobs < 0:
+        parser.error(f"--compile-jobs must be >= 0; got {args.compile_jobs}")
+    if args.compile_jobs:
+        compile_in_parallel(args.compile_jobs, args.only)
     bandwidth = copy_bandwidth(args.reps)
     header = ("| kernel | B | µs | PyTorch µs | published µs | target µs | goal | GB/s | % copy | "
               "int32 twin µs | int64/int32 |" + (" per call µs | checked call µs |" if args.host
