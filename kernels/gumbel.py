@@ -48,8 +48,6 @@ _SAMPLE_BLOCK_FP64 = 1024
 # Left free, the fp32 sampling kernel takes 156 registers per thread (three programs per
 # multiprocessor); capped at 128 it fits four, without spilling.
 _SAMPLE_REGISTERS = 128
-TINY_UNIFORM_FP32 = 4.6566127342e-10
-TINY_UNIFORM_FP64 = 2.2250738585072014e-308
 
 
 @triton.jit
