@@ -17,11 +17,13 @@ logits into ``output_processed_logits [R, K, V]`` at ``[req, col]`` (``col`` fro
 that share a ``(req, col)`` race for it; the engine gives each row its own.
 
 Each program handles one (row, 4096-entry block; 1024 with ``use_fp64``) and writes the block's
-best (value, id); the host then picks the best block per row.
+best (value, id); the last program of a row to finish (a per-row counter says which) picks the
+row's best block, the first on ties, and writes its id as the row's token.
 
 Passes over the logits: temperature reads and writes each row once; sampling reads each row
 once (writing it to the side output when asked) and writes one (value, id) per block, which the
-host reduces per row: a pass split over blocks so that a small batch still fills the device.
+row's last program reduces: a pass split over blocks so that a small batch still fills the
+device, with no launch after it to reduce the blocks.
 Within a block the fp32 path is bound by arithmetic, not by the read: Philox and the two
 logarithms of the noise cost more per entry than loading it. So it ranks the entries by
 ``u * exp((max - x) / t)``, one ``exp2`` each, and evaluates the noise of the best-ranked entry
@@ -208,6 +210,8 @@ def gumbel_block_argmax(
 
 @triton.jit
 def _gumbel_sample_kernel(
+    tokens_ptr,  # [n_rows] int64 sampled token of each row
+    finished_ptr,  # [n_rows] int32 blocks of each row done so far, zeroed before the launch
     block_id_ptr,  # [n_rows, num_blocks] int64 best vocab id of each block
     block_value_ptr,  # [n_rows, num_blocks] fp32 (fp64 with USE_FP64) its score
     processed_ptr,  # [max_num_reqs, K, V] fp32 side output, or None
@@ -222,6 +226,7 @@ def _gumbel_sample_kernel(
     vocab_size,
     num_blocks,
     BLOCK: tl.constexpr = 4096,
+    PADDED_BLOCKS: tl.constexpr = 64,  # a power of two >= num_blocks
     APPLY_TEMPERATURE: tl.constexpr = True,
     USE_FP64: tl.constexpr = False,
     PER_ROW_COL: tl.constexpr = False,
@@ -238,8 +243,18 @@ def _gumbel_sample_kernel(
                                        seed_ptr, pos_ptr, processed_ptr, processed_stride,
                                        processed_col_ptr, vocab_size, APPLY_TEMPERATURE, USE_FP64,
                                        PER_ROW_COL)
-    tl.store(block_id_ptr + row * num_blocks + block, block_start + index)
-    tl.store(block_value_ptr + row * num_blocks + block, value)
+    row_blocks = row * num_blocks
+    tl.store(block_id_ptr + row_blocks + block, block_start + index)
+    tl.store(block_value_ptr + row_blocks + block, value)
+    # Release this block's result, then see whether it was the row's last one to finish.
+    tl.debug_barrier()
+    if tl.atomic_add(finished_ptr + row, 1, sem="acq_rel") == num_blocks - 1:
+        blocks = tl.arange(0, PADDED_BLOCKS)
+        # ".cg": read from L2, where the other programs' results are, not a stale L1 line.
+        values = tl.load(block_value_ptr + row_blocks + blocks, mask=blocks < num_blocks,
+                         other=float("-inf"), cache_modifier=".cg")
+        _, best = tl.max(values, 0, return_indices=True, return_indices_tie_break_left=True)
+        tl.store(tokens_ptr + row, tl.load(block_id_ptr + row_blocks + best, cache_modifier=".cg"))
 
 
 def _check_common(logits, expanded_idx_mapping, temperature, check_values):
@@ -322,13 +337,15 @@ def gumbel_sample(
     elif device.type == "cuda":
         launch = {"maxnreg": _SAMPLE_REGISTERS}
     num_blocks = triton.cdiv(vocab_size, block)
+    tokens = torch.empty(n_rows, dtype=torch.int64, device=device)
+    finished = torch.zeros(n_rows, dtype=torch.int32, device=device)
     block_ids = torch.empty((n_rows, num_blocks), dtype=torch.int64, device=device)
     block_values = torch.empty((n_rows, num_blocks),
                                dtype=torch.float64 if use_fp64 else torch.float32, device=device)
     _gumbel_sample_kernel[(n_rows, num_blocks)](
-        block_ids, block_values, processed, processed_stride, col, logits, logits.stride(0),
-        expanded_idx_mapping, seed, pos, temperature, vocab_size, num_blocks,
-        BLOCK=block, APPLY_TEMPERATURE=apply_temperature, USE_FP64=use_fp64,
-        PER_ROW_COL=per_row_col, num_warps=4, **launch)
-    best_block = block_values.argmax(dim=1, keepdim=True)
-    return block_ids.gather(1, best_block).squeeze(1)
+        tokens, finished, block_ids, block_values, processed, processed_stride, col, logits,
+        logits.stride(0), expanded_idx_mapping, seed, pos, temperature, vocab_size, num_blocks,
+        BLOCK=block, PADDED_BLOCKS=triton.next_power_of_2(num_blocks),
+        APPLY_TEMPERATURE=apply_temperature, USE_FP64=use_fp64, PER_ROW_COL=per_row_col,
+        num_warps=4, **launch)
+    return tokens

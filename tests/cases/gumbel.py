@@ -108,15 +108,15 @@ TEMPERATURE_CASE = TemperatureCase()
 GUMBEL_SAMPLE = GumbelSampleCase()
 GUMBEL_SIDE_OUTPUT = GumbelSideOutputCase()
 CASES = [TEMPERATURE_CASE, GUMBEL_SAMPLE, GUMBEL_SIDE_OUTPUT]
-_SAMPLE_TYPES = {"block_id_ptr": I64, "idx_mapping_ptr": I32, "seed_ptr": I64, "pos_ptr": I64,
-                 "processed_col_ptr": I32}
+_SAMPLE_TYPES = {"tokens_ptr": I64, "finished_ptr": I32, "block_id_ptr": I64,
+                 "idx_mapping_ptr": I32, "seed_ptr": I64, "pos_ptr": I64, "processed_col_ptr": I32}
 COMPILE_SPECS = [
     CompileSpec("kernels.gumbel:_temperature_kernel", {"idx_mapping_ptr": I32}, num_warps=8,
                 label="temperature"),
     CompileSpec("kernels.gumbel:_gumbel_sample_kernel", _SAMPLE_TYPES, label="gumbel fp32"),
     CompileSpec("kernels.gumbel:_gumbel_sample_kernel",
                 {**_SAMPLE_TYPES, "block_value_ptr": "*fp64"},
-                {"USE_FP64": True, "PER_ROW_COL": True, "BLOCK": 1024},
+                {"USE_FP64": True, "PER_ROW_COL": True, "BLOCK": 1024, "PADDED_BLOCKS": 256},
                 label="gumbel fp64 per-row col"),
 ]
 
