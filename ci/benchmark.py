@@ -14,7 +14,8 @@ run. A row meets its goal when it is no slower than its target, the published fi
 PyTorch formulation and every row it names in ``no_slower_than`` (at the same B). ``--host``
 adds per-call and range-checked call figures (host time included). Before timing, N processes
 (``--compile-jobs``, default up to 8) launch every row once, so that Triton compiles the
-kernels and twins in parallel into its cache; the timing process then loads them from there.
+kernels and twins in parallel into its cache (no more processes than the free device memory
+holds, about 12 GiB each); the timing process then loads them from there.
 """
 
 import argparse
@@ -36,6 +37,9 @@ from triton_overflow.twin import load_twin  # noqa: E402
 
 VOCAB = 151936
 BATCHES = (64, 256, 1024)
+# Device memory one compile process holds with the rows of the largest batch (11.4 GiB seen on
+# an H200 at B = 1024): the parallel compile runs no more processes than fit.
+SHARE_BYTES = 12 * 2**30
 
 
 class Inputs:
@@ -103,6 +107,13 @@ def compile_in_parallel(jobs, only):
     """Launch every row once in ``jobs`` processes, each a share of the rows at each batch
     size, so that Triton's cache holds every kernel the timing launches."""
     started = time.monotonic()
+    free, _ = torch.cuda.mem_get_info()
+    fit = max(1, free // SHARE_BYTES)
+    if jobs > fit:
+        print(f"benchmark: {jobs} compile processes would need about "
+              f"{jobs * SHARE_BYTES / 2**30:.0f} GiB of device memory, {free / 2**30:.0f} GiB is "
+              f"free: using {fit}", file=sys.stderr, flush=True)
+        jobs = fit
     print(f"benchmark: compiling in {jobs} processes", file=sys.stderr, flush=True)
     tasks = [(batch, index, jobs, only) for batch in BATCHES for index in range(jobs)]
     with multiprocessing.get_context("spawn").Pool(jobs) as pool:
