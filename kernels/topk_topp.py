@@ -14,10 +14,10 @@ Passes over the logits (each streaming loop loads its next block before working 
 
 - top-k with k <= SCRATCH / 2 (with or without top-p): one read and one write, plus a sample.
   The mean and spread of FLOOR_CHUNKS runs of FLOOR_CHUNK entries spread over the row (about
-  5% of a 151936-entry row) give a floor above which about (k + SCRATCH) / 2 entries of
-  Gaussian-like logits lie; one pass gathers the entries above it, with their vocab ids, into
-  a per-program scratch row; the k-th largest key (a most-significant-digit radix select,
-  8-bit digits) is found in registers from there, and the top-p cutoff by sorting the
+  5% of a 151936-entry row, read in one load) give a floor above which about (k + SCRATCH) / 2
+  entries of Gaussian-like logits lie; one pass gathers the entries above it, with their vocab
+  ids, into a per-program scratch row; the k-th largest key (a most-significant-digit radix
+  select, 8-bit digits) is found in registers from there, and the top-p cutoff by sorting the
   survivors' keys, largest first, and summing their probabilities in that order, as the
   sort-based reference does. Since scratch then holds every survivor, the last pass writes
   mask_value over the row without reading it and the survivors are stored back. Rows where the
@@ -509,21 +509,18 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
 @triton.jit
 def _sample_moments(row_ptr, vocab_size, CHUNKS: tl.constexpr, CHUNK: tl.constexpr):
     # Mean and spread of the finite entries in CHUNKS runs of CHUNK entries spread evenly over
-    # the row (all of it when shorter), and how many finite entries the row holds by them.
+    # the row (all of it when shorter), and how many finite entries the row holds by them. One
+    # load of all the runs, so that their latencies overlap.
     spacing = tl.maximum(vocab_size // CHUNKS, CHUNK)
-    seen = tl.zeros((), dtype=tl.float32)
-    count = tl.zeros((), dtype=tl.float32)
-    total = tl.zeros((), dtype=tl.float32)
-    squares = tl.zeros((), dtype=tl.float32)
-    for chunk in range(0, CHUNKS):
-        offs = chunk * spacing + tl.arange(0, CHUNK)  # overflow-lint: chunk * spacing bounded by max(vocab_size, CHUNKS * CHUNK)
-        in_row = offs < vocab_size
-        x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
-        finite = (x > float("-inf")) & (x < float("inf"))
-        seen += tl.sum(in_row.to(tl.float32), 0)
-        count += tl.sum(finite.to(tl.float32), 0)
-        total += tl.sum(tl.where(finite, x, 0.0), 0)
-        squares += tl.sum(tl.where(finite, x * x, 0.0), 0)
+    chunks = tl.arange(0, CHUNKS)[:, None]
+    offs = chunks * spacing + tl.arange(0, CHUNK)[None, :]  # overflow-lint: chunks * spacing bounded by max(vocab_size, CHUNKS * CHUNK)
+    in_row = offs < vocab_size
+    x = tl.load(row_ptr + offs, mask=in_row, other=float("-inf")).to(tl.float32)
+    finite = (x > float("-inf")) & (x < float("inf"))
+    seen = tl.sum(tl.sum(in_row.to(tl.float32), 1), 0)
+    count = tl.sum(tl.sum(finite.to(tl.float32), 1), 0)
+    total = tl.sum(tl.sum(tl.where(finite, x, 0.0), 1), 0)
+    squares = tl.sum(tl.sum(tl.where(finite, x * x, 0.0), 1), 0)
     mean = total / tl.maximum(count, 1.0)
     spread = tl.sqrt(tl.maximum(squares / tl.maximum(count, 1.0) - mean * mean, 0.0))
     return mean, spread, count * (vocab_size / tl.maximum(seen, 1.0))
