@@ -47,8 +47,9 @@ Passes over the logits (each streaming loop loads its next block before working 
 Programs are persistent over the rows, one row at a time. When there are more programs than
 multiprocessors, the launch caps the registers per thread (128, or 64 from three programs per
 multiprocessor) and shortens the loop step (4096 or 2048 entries), so that two or four programs
-run on each multiprocessor at once; while each program has one to itself, top-p without top-k
-runs 16 warps.
+run on each multiprocessor at once (8 warps each). While each program has one to itself, it
+runs 16 warps in the 128 registers a thread that leaves them: the extra warps hide more of the
+latency of the streaming loops than the spills cost.
 
 Rows with no finite entry are left unchanged by top-p. NaN logits are not supported.
 
@@ -70,8 +71,8 @@ _BLOCK = 8192  # vocab entries per loop step
 _MASS_BLOCK = 512  # vocab entries per step of the streamed top-p descent
 _WINDOW_BINS = 128  # bins of the value histograms that bracket a top-p cutoff
 _WINDOWS = 5  # value histograms before a top-p cutoff falls back to the streamed descent
-_NUM_WARPS = 8
-_TOP_P_ALONE_NUM_WARPS = 16  # without top-k every row streams a histogram pass or more
+_NUM_WARPS = 8  # when programs share multiprocessors
+_UNSHARED_NUM_WARPS = 16  # when each program has one to itself: more warps hide more latency
 # Left free, the compiler gives the in-register selects every register, so that one program
 # holds a whole multiprocessor. When programs share multiprocessors, a register cap (at some
 # spilling) and smaller loop steps let two or four run on each at once:
@@ -690,8 +691,7 @@ def apply_top_k_top_p(
     if n_rows == 0 or vocab_size == 0 or (k is None and p is None):
         return logits
     programs = persistent_programs(logits.device, n_rows, num_programs)
-    launch = {"BLOCK": _BLOCK,
-              "num_warps": _NUM_WARPS if k is not None else _TOP_P_ALONE_NUM_WARPS}
+    launch = {"BLOCK": _BLOCK, "num_warps": _UNSHARED_NUM_WARPS}
     if logits.device.type == "cuda":
         sharing = triton.cdiv(programs, multiprocessors(logits.device))
         for least, block, registers in _SHARED_LAUNCHES:

@@ -58,13 +58,13 @@ TOP_K_TOP_P = TopKTopPCase()
 TOP_P = TopPCase()
 TOP_P_TIES = TopPTiesCase()
 CASES = [TOP_K_TOP_P, TOP_P, TOP_P_TIES]
-# The launch shapes: programs sharing multiprocessors (2048-entry steps), and one each (top-k
-# with 8 warps, top-p alone with 16).
+# The launch shapes: programs sharing multiprocessors (2048-entry steps, 8 warps), and one each
+# (16 warps).
 COMPILE_SPECS = [
     CompileSpec("kernels.topk_topp:_top_k_top_p_kernel", _TYPES, {"BLOCK": 2048}, num_warps=8,
                 label="topk_topp"),
     CompileSpec("kernels.topk_topp:_top_k_top_p_kernel", _TYPES, {"TOPP_ENABLED": False},
-                num_warps=8, label="topk_topp top-k only"),
+                num_warps=16, label="topk_topp top-k only"),
     CompileSpec("kernels.topk_topp:_top_k_top_p_kernel", _TYPES, {"TOPK_ENABLED": False},
                 num_warps=16, label="topk_topp top-p only"),
 ]
