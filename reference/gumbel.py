@@ -25,19 +25,33 @@ def gumbel_scores(logits_row, temperature, seed, pos, apply_temperature, use_fp6
         x = x / temperature
     if temperature == 0:
         return x
-    vocab = np.arange(x.numel())
-    stream = int(philox.randint(int(seed), np.array([int(pos)]), offset_bits=64)[0])
     if use_fp64:
-        hi, lo, _, _ = philox.randint4x(stream, vocab)
+        hi, lo, _, _ = philox.randint4x(_stream(seed, pos), np.arange(x.numel()))
         bits = (hi << np.uint64(32)) | lo
         uniform = np.maximum(bits.astype(np.float64) * 2.0**-64, 2.2250738585072014e-308)
         noise = -np.log(-np.log(uniform))
     else:
-        words = np.choose(vocab % 4, philox.randint4x(stream, vocab // 4))
-        uniform = np.maximum(philox.uniform_fp32(words),
-                             np.float32(4.6566127342e-10)).astype(np.float64)
+        uniform = uniform_fp32(fp32_magnitudes(seed, pos, x.numel())).astype(np.float64)
         noise = -np.log(-np.log(1.0 - uniform))
     return x + torch.from_numpy(noise)
+
+
+def fp32_magnitudes(seed, pos, vocab_size):
+    """The fp32 path's Philox word magnitude of each vocab id (word ``v % 4`` of counter
+    ``v // 4``, ``w`` or ``-w - 1`` as int32): what the kernel ranks lanes by."""
+    vocab = np.arange(vocab_size)
+    words = np.choose(vocab % 4, philox.randint4x(_stream(seed, pos), vocab // 4))
+    return philox.magnitudes(words)
+
+
+def uniform_fp32(magnitudes):
+    """The fp32 path's uniform of each magnitude, clamped away from 0 as the kernel does."""
+    return np.maximum(magnitudes.astype(np.float32) * np.float32(4.6566127342e-10),
+                      np.float32(4.6566127342e-10))
+
+
+def _stream(seed, pos):
+    return int(philox.randint(int(seed), np.array([int(pos)]), offset_bits=64)[0])
 
 
 def gumbel_sample(logits, expanded_idx_mapping, temperature, seed, pos, apply_temperature,

@@ -38,8 +38,8 @@ def randint(seed, offsets, offset_bits=32):
     return randint4x(seed, offsets, offset_bits)[0]
 
 
-def uniform_fp32(words):
-    """``tl.rand``'s conversion of uint32 words to float32 in [0, 1)."""
+def magnitudes(words):
+    """``w`` or ``-w - 1`` of uint32 words read as int32: what ``tl.rand`` scales."""
     signed = words.astype(np.uint32).view(np.int32).astype(np.int64)
-    signed = np.where(signed < 0, -signed - 1, signed)
-    return signed.astype(np.float32) * np.float32(4.6566127342e-10)
+    return np.where(signed < 0, -signed - 1, signed)
+
