@@ -23,7 +23,9 @@ row's best block, the first on ties, and writes its id as the row's token.
 Passes over the logits: temperature reads and writes each row once; sampling reads each row
 once (writing it to the side output when asked) and writes one (value, id) per block, which the
 row's last program reduces: a pass split over blocks so that a small batch still fills the
-device, with no launch after it to reduce the blocks.
+device, with no launch after it to reduce the blocks. NaN logits are not supported: the token
+of a row that holds one is unspecified (the row's last program still reads only that row's
+block results).
 Within a block the fp32 path is bound by arithmetic, not by the read: Philox and the two
 logarithms of the noise cost more per entry than loading it. So it ranks the entries by
 ``u * exp((max - x) / t)``, one ``exp2`` each, and evaluates the noise of the best-ranked entry
@@ -253,6 +255,9 @@ def _gumbel_sample_kernel(
         # ".cg": read from L2, where the other programs' results are, not a stale L1 line.
         values = tl.load(block_value_ptr + row_blocks + blocks, mask=blocks < num_blocks,
                          other=float("-inf"), cache_modifier=".cg")
+        # NaN as the largest value (as torch.argmax takes it): compared as NaN, a block's NaN
+        # can lose to a padding lane, and `best` would point past the row's blocks.
+        values = tl.where(values != values, float("inf"), values)
         _, best = tl.max(values, 0, return_indices=True, return_indices_tie_break_left=True)
         tl.store(tokens_ptr + row, tl.load(block_id_ptr + row_blocks + best, cache_modifier=".cg"))
 
