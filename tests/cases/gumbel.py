@@ -109,7 +109,8 @@ GUMBEL_SAMPLE = GumbelSampleCase()
 GUMBEL_SIDE_OUTPUT = GumbelSideOutputCase()
 CASES = [TEMPERATURE_CASE, GUMBEL_SAMPLE, GUMBEL_SIDE_OUTPUT]
 _SAMPLE_TYPES = {"tokens_ptr": I64, "finished_ptr": I32, "block_id_ptr": I64,
-                 "idx_mapping_ptr": I32, "seed_ptr": I64, "pos_ptr": I64, "processed_col_ptr": I32}
+                 "block_value_ptr": "*fp32", "temperature_ptr": "*fp32", "idx_mapping_ptr": I32,
+                 "seed_ptr": I64, "pos_ptr": I64, "processed_col_ptr": I32}
 COMPILE_SPECS = [
     CompileSpec("kernels.gumbel:_temperature_kernel", {"idx_mapping_ptr": I32}, num_warps=8,
                 label="temperature"),
