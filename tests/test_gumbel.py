@@ -121,23 +121,31 @@ def test_near_tie_the_cheap_bounds_misorder(uniform_range, gap, temperature, app
     reference.assert_valid_token(tokens[0], scores)
 
 
+def _truncated_key(ratio):
+    # The kernel's key of a ratio: its fp32 bits with the low 12 dropped.
+    return int(np.float32(ratio).view(np.int32) & np.int32(-4096))
+
+
 def _truncated_ratio_pair(seed, vocab):
     """(pos, b, j, low, high) for the first position where lane b's magnitude, as fp32 bits
     with the low 12 dropped, loses a share d of its value, and lane j has a smaller u such
-    that j's ratio r times b's, for r in (low, high), lies past (1 - d) * (1 + u_b) while j's
-    exact score beats b's by three score tolerances (the score difference is about
-    -log r + (u_b - u_j) / 2)."""
+    that j's ratio r times b's, for r in (low, high), lies past (1 - d) * (1 + u_b) times the
+    slack's exp2 term (b's score placed near 0: |x_b| = g(u_b)) while j's exact score beats b's
+    by three score tolerances (the score difference is about -log r + (u_b - u_j) / 2)."""
     for pos in range(1000):
         magnitudes = reference.fp32_magnitudes(seed, pos, vocab)
         uniform = reference.uniform_fp32(magnitudes).astype(np.float64)
+        noise = reference.gumbel_scores(torch.zeros(vocab), 1.0, seed, pos, False)
         small = np.nonzero(uniform < 1e-3)[0]
         for b in small:
             ratio = np.float32(max(int(magnitudes[b]), 1))
-            truncated = (ratio.view(np.int32) & np.int32(-4096)).view(np.float32)
-            low = float(truncated) / float(ratio) * (1.0 + uniform[b])
+            truncated = np.int32(_truncated_key(ratio)).view(np.float32)
+            exp2_term = abs(float(noise[b])) * 1.4426950408889634 * 2.0**-18
+            low = float(truncated) / float(ratio) * (1.0 + uniform[b]) * (1.0 + exp2_term)
             for j in small[uniform[small] < uniform[b]]:
                 high = math.exp((uniform[b] - uniform[j]) / 2 - 3 * reference.SCORE_TOLERANCE)
-                if low >= 1.0 and high > low * (1.0 + 2e-5):
+                if float(truncated) / float(ratio) * (1.0 + uniform[b]) >= 1.0 and \
+                        high > low * (1.0 + 2e-5):
                     return pos, int(b), int(j), low, high
     raise AssertionError(f"no lane pair found for seed {seed}")
 
@@ -148,9 +156,9 @@ def test_winner_just_past_the_truncated_ratio(device):
     """The smallest ratio is found from its fp32 bits with the low 12 dropped, which
     understates it by up to 2**-11: the 2**-9 of the kernel's `slack` covers that. Plant the
     lane b of the smallest ratio and a lane j whose ratio lies just past (1 + u_b) times b's
-    truncated one, yet whose exact score beats b's: j is sampled (b, without the 2**-9).
-    The slack's other term, for exp2's rounding of large arguments, matters only where the
-    scores are so large that the reference's score tolerance hides what it changes."""
+    truncated one (and the slack's exp2 term), yet whose exact score beats b's: j is sampled
+    (b, without the 2**-9). The exp2 term, for the rounding of large arguments, matters only
+    where the scores are so large that the reference's score tolerance hides what it changes."""
     vocab, seed = 4096, 7
     pos, b, j, low, high = _truncated_ratio_pair(seed, vocab)
     magnitudes = reference.fp32_magnitudes(seed, pos, vocab)
@@ -165,6 +173,8 @@ def test_winner_just_past_the_truncated_ratio(device):
     x_b, x_j = logits[0, b].numpy(), logits[0, j].numpy()
     ratio_j = np.float32(magnitudes[j]) * np.exp2(x_b * rate - x_j * rate)
     assert low < ratio_j / np.float32(magnitudes[b]) < high
+    # b alone holds the smallest key, so the kernel's cheap bound starts from b.
+    assert _truncated_key(ratio_j) > _truncated_key(np.float32(magnitudes[b]))
     scores = reference.gumbel_scores(logits[0], 1.0, seed, pos, False)
     assert int(scores.argmax()) == j
     assert float(scores[j] - scores[b]) > 2 * reference.SCORE_TOLERANCE
