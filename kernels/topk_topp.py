@@ -48,8 +48,8 @@ Programs are persistent over the rows, one row at a time. When there are more pr
 multiprocessors, the launch caps the registers per thread (128, or 64 from three programs per
 multiprocessor) and shortens the loop step (4096 or 2048 entries), so that two or four programs
 run on each multiprocessor at once (8 warps each). While each program has one to itself, it
-runs 16 warps in the 128 registers a thread that leaves them: the extra warps hide more of the
-latency of the streaming loops than the spills cost.
+runs 16 warps, which leaves each thread 128 registers: the extra warps hide more of the
+latency of the streaming loops than the resulting spills cost.
 
 Rows with no finite entry are left unchanged by top-p. NaN logits are not supported.
 
@@ -73,9 +73,9 @@ _WINDOW_BINS = 128  # bins of the value histograms that bracket a top-p cutoff
 _WINDOWS = 5  # value histograms before a top-p cutoff falls back to the streamed descent
 _NUM_WARPS = 8  # when programs share multiprocessors
 _UNSHARED_NUM_WARPS = 16  # when each program has one to itself: more warps hide more latency
-# Left free, the compiler gives the in-register selects every register, so that one program
-# holds a whole multiprocessor. When programs share multiprocessors, a register cap (at some
-# spilling) and smaller loop steps let two or four run on each at once:
+# When programs share multiprocessors, a register cap (at some spilling; uncapped at 8 warps
+# the in-register selects take 255 registers a thread, one program per multiprocessor) and
+# smaller loop steps let two or four run on each at once:
 # (programs per multiprocessor at least, loop step, registers per thread).
 _SHARED_LAUNCHES = ((3, 2048, 64), (2, 4096, 128))
 
