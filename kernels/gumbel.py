@@ -211,6 +211,21 @@ def gumbel_block_argmax(
 
 
 @triton.jit
+def best_block_id(value_ptr, id_ptr, num_blocks, PADDED_BLOCKS: tl.constexpr):
+    """The id stored beside the first largest of ``num_blocks`` block values, ``PADDED_BLOCKS``
+    (a power of two) at least. NaN counts as the largest, as torch.argmax takes it: compared as
+    NaN, a block's NaN can lose to a padding lane and the index point past the blocks. Reads go
+    through L2 (".cg"), where the results that other programs of the same launch released are,
+    not a stale L1 line."""
+    blocks = tl.arange(0, PADDED_BLOCKS)
+    values = tl.load(value_ptr + blocks, mask=blocks < num_blocks, other=float("-inf"),
+                     cache_modifier=".cg")
+    values = tl.where(values != values, float("inf"), values)
+    _, best = tl.max(values, 0, return_indices=True, return_indices_tie_break_left=True)
+    return tl.load(id_ptr + best, cache_modifier=".cg")
+
+
+@triton.jit
 def _gumbel_sample_kernel(
     tokens_ptr,  # [n_rows] int64 sampled token of each row
     finished_ptr,  # [n_rows] int32 blocks of each row done so far, zeroed before the launch
@@ -251,15 +266,9 @@ def _gumbel_sample_kernel(
     # Release this block's result, then see whether it was the row's last one to finish.
     tl.debug_barrier()
     if tl.atomic_add(finished_ptr + row, 1, sem="acq_rel") == num_blocks - 1:
-        blocks = tl.arange(0, PADDED_BLOCKS)
-        # ".cg": read from L2, where the other programs' results are, not a stale L1 line.
-        values = tl.load(block_value_ptr + row_blocks + blocks, mask=blocks < num_blocks,
-                         other=float("-inf"), cache_modifier=".cg")
-        # NaN as the largest value (as torch.argmax takes it): compared as NaN, a block's NaN
-        # can lose to a padding lane, and `best` would point past the row's blocks.
-        values = tl.where(values != values, float("inf"), values)
-        _, best = tl.max(values, 0, return_indices=True, return_indices_tie_break_left=True)
-        tl.store(tokens_ptr + row, tl.load(block_id_ptr + row_blocks + best, cache_modifier=".cg"))
+        tl.store(tokens_ptr + row, best_block_id(block_value_ptr + row_blocks,
+                                                 block_id_ptr + row_blocks, num_blocks,
+                                                 PADDED_BLOCKS))
 
 
 def _check_common(logits, expanded_idx_mapping, temperature, check_values):

@@ -40,7 +40,7 @@ import triton.language as tl
 
 from kernels._launch import (check_flag, check_index_range, check_int, check_logits, check_table,
                              check_tensor, check_value_range)
-from kernels.gumbel import gumbel_block_argmax
+from kernels.gumbel import best_block_id, gumbel_block_argmax
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _STATS_BLOCK = 8192
@@ -173,11 +173,8 @@ def _verify_kernel(
             stat = row * num_blocks
             draft = tl.load(draft_sampled_ptr + row + 1).to(tl.int64)
             if temperature == 0.0:
-                blocks = tl.arange(0, PADDED_BLOCKS)
-                maxima = tl.load(target_max_ptr + stat + blocks, mask=blocks < num_blocks,
-                                 other=float("-inf"))
-                _, best = tl.max(maxima, 0, return_indices=True, return_indices_tie_break_left=True)
-                target_best = tl.load(target_argmax_ptr + stat + best)
+                target_best = best_block_id(target_max_ptr + stat, target_argmax_ptr + stat,
+                                            num_blocks, PADDED_BLOCKS)
                 if SYNTHETIC_MODE:
                     ok = (_uniform64(seed, tl.load(pos_ptr + row)) < tl.load(rates_ptr + j)) & (draft >= 0)
                 else:
@@ -292,12 +289,9 @@ def _insert_kernel(
     temperature = tl.load(temperature_ptr + tl.load(idx_mapping_ptr + i))
     # A greedy request's target argmax is already in place, except at the bonus row.
     if bonus | (temperature != 0.0):
-        blocks = tl.arange(0, PADDED_BLOCKS)
-        values = tl.load(block_value_ptr + i * num_blocks + blocks, mask=blocks < num_blocks,
-                         other=float("-inf"))
-        _, best = tl.max(values, 0, return_indices=True, return_indices_tie_break_left=True)
         tl.store(sampled_ptr + i * sampled_stride + step,
-                 tl.load(block_id_ptr + i * num_blocks + best))
+                 best_block_id(block_value_ptr + i * num_blocks, block_id_ptr + i * num_blocks,
+                               num_blocks, PADDED_BLOCKS))
 
 
 def rejection_sample(
