@@ -194,14 +194,17 @@ class RejectionDraftSlotsCase(Case):
 REJECTION_TARGET_ROWS = RejectionTargetRowsCase()
 REJECTION_DRAFT_SLOTS = RejectionDraftSlotsCase()
 CASES = [REJECTION_TARGET_ROWS, REJECTION_DRAFT_SLOTS]
+# Each pointer whose dtype the signature planner would guess wrong is named with its own.
 _VERIFY = {"sampled_ptr": I64, "num_sampled_ptr": I32, "target_argmax_ptr": I64,
-           "draft_sampled_ptr": I64, "cu_num_logits_ptr": I32, "idx_mapping_ptr": I32,
-           "seed_ptr": I64, "pos_ptr": I64}
+           "target_ptr": "*fp32", "target_max_ptr": "*fp32", "draft_ptr": "*fp32",
+           "rates_ptr": "*fp32", "draft_sampled_ptr": I64, "cu_num_logits_ptr": I32,
+           "idx_mapping_ptr": I32, "seed_ptr": I64, "pos_ptr": I64}
 _RESAMPLE = {"block_id_ptr": I64, "num_sampled_ptr": I32, "draft_sampled_ptr": I64,
-             "cu_num_logits_ptr": I32, "expanded_idx_mapping_ptr": I32, "seed_ptr": I64,
-             "pos_ptr": I64}
+             "cu_num_logits_ptr": I32, "expanded_idx_mapping_ptr": I32, "temperature_ptr": "*fp32",
+             "seed_ptr": I64, "pos_ptr": I64}
 _INSERT = {"sampled_ptr": I64, "num_sampled_ptr": I32, "block_id_ptr": I64,
-           "cu_num_logits_ptr": I32, "idx_mapping_ptr": I32}
+           "block_value_ptr": "*fp32", "cu_num_logits_ptr": I32, "idx_mapping_ptr": I32,
+           "temperature_ptr": "*fp32"}
 COMPILE_SPECS = [
     CompileSpec("kernels.rejection:_block_stats_kernel",
                 {"target_argmax_ptr": I64, "idx_mapping_ptr": I32, "local_pos_ptr": I32},
