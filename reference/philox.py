@@ -42,4 +42,3 @@ def magnitudes(words):
     """``w`` or ``-w - 1`` of uint32 words read as int32: what ``tl.rand`` scales."""
     signed = words.astype(np.uint32).view(np.int32).astype(np.int64)
     return np.where(signed < 0, -signed - 1, signed)
-

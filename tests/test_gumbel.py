@@ -140,12 +140,16 @@ def _truncated_ratio_pair(seed, vocab):
         for b in small:
             ratio = np.float32(max(int(magnitudes[b]), 1))
             truncated = np.int32(_truncated_key(ratio)).view(np.float32)
+            # The bound's reach without slack, relative to b's ratio: below 1, b itself would
+            # not be a contender.
+            reach = float(truncated) / float(ratio) * (1.0 + uniform[b])
+            if reach < 1.0:
+                continue
             exp2_term = abs(float(noise[b])) * 1.4426950408889634 * 2.0**-18
-            low = float(truncated) / float(ratio) * (1.0 + uniform[b]) * (1.0 + exp2_term)
+            low = reach * (1.0 + exp2_term)
             for j in small[uniform[small] < uniform[b]]:
                 high = math.exp((uniform[b] - uniform[j]) / 2 - 3 * reference.SCORE_TOLERANCE)
-                if float(truncated) / float(ratio) * (1.0 + uniform[b]) >= 1.0 and \
-                        high > low * (1.0 + 2e-5):
+                if high > low * (1.0 + 2e-5):
                     return pos, int(b), int(j), low, high
     raise AssertionError(f"no lane pair found for seed {seed}")
 
