@@ -32,17 +32,20 @@ Passes over the logits (each streaming loop loads its next block before working 
   mass. On peaked rows that mass reaches p * total: the cutoff comes from sorting them, and
   the row is filled and restored as for top-k: one read and one write in all. On flat rows,
   where a Gaussian model of the sample puts the top-p set far below the floor, nothing is
-  gathered (blocks with no entry above the floor skip the gather), and the cutoff takes three
-  more reads and a write, plus one read for each histogram past the first (WINDOWS in all at
-  most): a histogram of WINDOW_BINS equal value bins over a window that surely holds the
-  cutoff (below it the survivors weigh less than half of what top-p drops); while the bins
-  whose bounded, or estimated, mass reaches p * total hold more than SCRATCH survivors, the
-  window narrows to them and is histogrammed again (a histogram's cost per entry grows with
-  bins * log2(bins), so a few narrow ones are cheaper than one fine one); those bins are then
-  gathered with the exact mass above them and sorted in registers. When the exact masses
-  refute the bins (a bracket that holds too many ties), the streamed descent takes over: one
-  pass per 4-bit digit of a radix descent on probability mass, eight in all. The last pass
-  reads the row and writes mask_value below the cutoff.
+  gathered (blocks with no entry above the floor skip the gather); instead the same pass
+  histograms WINDOW_BINS equal value bins over the window around the model's cutoff that it
+  fills with about GUESS_ENTRIES entries, with the exact mass above that window. When the
+  bins' least masses show that the window holds the cutoff (normal-like rows), the bins
+  whose bounded, or estimated, mass reaches p * total are gathered with the exact mass above
+  them and sorted in registers: two reads and a write in all. Otherwise (the model misjudges
+  the row) a window that surely holds the cutoff (below it the survivors weigh less than
+  half of what top-p drops) is histogrammed in a pass of its own, one more read each time,
+  WINDOWS histograms in all at most: while the bracketing bins hold more than SCRATCH
+  survivors, the window narrows to them and is histogrammed again (a histogram's cost per
+  entry grows with bins * log2(bins), so a few narrow ones are cheaper than one fine one).
+  When the exact masses refute the bins (a bracket that holds too many ties), the streamed
+  descent takes over: one pass per 4-bit digit of a radix descent on probability mass, eight
+  in all. The last pass reads the row and writes mask_value below the cutoff.
 
 Programs are persistent over the rows, one row at a time. When there are more programs than
 multiprocessors, the launch caps the registers per thread (128, or 64 from three programs per
@@ -71,6 +74,7 @@ _BLOCK = 8192  # vocab entries per loop step
 _MASS_BLOCK = 512  # vocab entries per step of the streamed top-p descent
 _WINDOW_BINS = 128  # bins of the value histograms that bracket a top-p cutoff
 _WINDOWS = 5  # value histograms before a top-p cutoff falls back to the streamed descent
+_GUESS_ENTRIES = 16384  # entries the first histogram of a flat row's top-p cutoff spans
 _NUM_WARPS = 8  # when programs share multiprocessors
 _UNSHARED_NUM_WARPS = 16  # when each program has one to itself: more warps hide more latency
 # When programs share multiprocessors, a register cap (at some spilling; uncapped at 8 warps
@@ -325,17 +329,30 @@ def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, top, target, BLOCK: tl.c
 
 
 @triton.jit
+def _value_bin(x, low, scale, BINS: tl.constexpr):
+    # Bin of x among BINS equal bins from `low` up (scale = BINS / their width): -1 below them,
+    # BINS above. Monotone in x, so every run of bins holds an interval of values.
+    position = tl.minimum(tl.maximum((x - low) * scale, -1.0), BINS * 1.0)
+    return tl.floor(position).to(tl.int32)
+
+
+@triton.jit
 def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor,
-                      BLOCK: tl.constexpr, SCRATCH: tl.constexpr):
+                      guess_low, guess_scale, BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
+                      BINS: tl.constexpr):
     # One pass over the survivors (key >= cutoff): their largest value `top`, their mass
     # sum(exp(x - top)) and that of those with key >= floor (rescaled as `top` grows), how many
     # are finite and the smallest of those. The finite survivors with key >= floor, and their
-    # vocab ids, go into scratch (SCRATCH of them at most); how many there are is returned last.
+    # vocab ids, go into scratch (SCRATCH of them at most); how many there are is returned
+    # with them. With guess_scale > 0, also _window_histogram's counts and mass above, of the
+    # window of BINS bins from guess_low (the mass rescaled as `top` grows).
     top = tl.full((), float("-inf"), tl.float32)
     total = tl.zeros((), dtype=tl.float32)
     total_above_floor = tl.zeros((), dtype=tl.float32)
     count = tl.zeros((), dtype=tl.int32)
     lowest = tl.full((), float("inf"), tl.float32)
+    hist = tl.zeros((BINS, ), dtype=tl.int32)
+    above_window = tl.zeros((), dtype=tl.float32)
     _start_gather(counter_ptr)
     following = _block(row_ptr, 0, vocab_size, BLOCK)
     for start in range(0, vocab_size, BLOCK):
@@ -350,23 +367,22 @@ def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cu
         weight = tl.where(keep, tl.exp(x - shift), 0.0)
         total = total * rescale + tl.sum(weight, 0)
         total_above_floor = total_above_floor * rescale
+        above_window = above_window * rescale
         # Most blocks of flat rows hold nothing at or above the floor: skip the gather there.
         if block_top >= _key_value(floor):
             above_floor = keep & (x >= _key_value(floor))
             _append(scratch_ptr, ids_ptr, counter_ptr, x, offs, above_floor, SCRATCH)
             total_above_floor += tl.sum(tl.where(above_floor, weight, 0.0), 0)
+        if guess_scale > 0.0:
+            bin = _value_bin(x, guess_low, guess_scale, BINS)
+            inside = keep & (bin >= 0) & (bin < BINS)
+            hist += tl.histogram(tl.minimum(tl.maximum(bin, 0), BINS - 1), BINS, mask=inside)
+            above_window += tl.sum(tl.where(keep & (bin >= BINS), weight, 0.0), 0)
         top = new_top
         count += tl.sum(keep.to(tl.int32), 0)
         lowest = tl.minimum(lowest, tl.min(tl.where(keep, x, float("inf")), 0))
-    return top, total, total_above_floor, count, lowest, _end_gather(counter_ptr)
-
-
-@triton.jit
-def _value_bin(x, low, scale, BINS: tl.constexpr):
-    # Bin of x among BINS equal bins from `low` up (scale = BINS / their width): -1 below them,
-    # BINS above. Monotone in x, so every run of bins holds an interval of values.
-    position = tl.minimum(tl.maximum((x - low) * scale, -1.0), BINS * 1.0)
-    return tl.floor(position).to(tl.int32)
+    return (top, total, total_above_floor, count, lowest, _end_gather(counter_ptr), hist,
+            above_window)
 
 
 @triton.jit
@@ -443,22 +459,36 @@ def _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff,
 
 
 @triton.jit
+def _surely_holds_cutoff(hist, above, low, step, top, target, BINS: tl.constexpr):
+    # Whether a histogrammed window surely holds the top-p cutoff: the mass above it falls short
+    # of the target, and the least mass its bins can hold (the bound _pick_bracket takes) makes
+    # up the rest.
+    edges = low + tl.arange(0, BINS).to(tl.float32) * step - top
+    least = tl.sum(hist.to(tl.float32) * tl.exp(edges - 0.01 * step), 0)
+    return (above < target) & (above + least >= target * (1.0 + 1e-5))
+
+
+@triton.jit
 def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor,
-                            p, BLOCK: tl.constexpr, MASS_BLOCK: tl.constexpr,
-                            SCRATCH: tl.constexpr, TOP_P_SCRATCH: tl.constexpr,
-                            BINS: tl.constexpr, WINDOWS: tl.constexpr):
+                            guess_low, guess_width, p, BLOCK: tl.constexpr,
+                            MASS_BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
+                            TOP_P_SCRATCH: tl.constexpr, BINS: tl.constexpr,
+                            WINDOWS: tl.constexpr):
     # Top-p over many survivors (key >= cutoff) in a few streamed passes. The first takes their
     # softmax statistics and gathers those at or above `floor` (TOP_P_SCRATCH of them at most);
     # when their mass reaches the target, a sort of them settles the cutoff and scratch holds
-    # every entry it keeps: the returned count, else 0. Otherwise:
-    # a histogram of a value window that surely holds the cutoff (narrowed and repeated while
-    # the bracketing bins hold more than SCRATCH survivors, at most WINDOWS times); a gather of
-    # those bins with the exact mass above them; a sort of them in registers. A bracket the
-    # exact masses refute falls back to the streamed descent.
+    # every entry it keeps: the returned count, else 0. The same pass histograms the guessed
+    # window [guess_low, guess_low + guess_width) (none when guess_width is 0). Otherwise:
+    # a histogram of a value window that holds the cutoff (the guessed one when it surely
+    # does; narrowed and repeated while the bracketing bins hold more than SCRATCH survivors,
+    # at most WINDOWS histograms in all); a gather of those bins with the exact mass above
+    # them; a sort of them in registers. A bracket the exact masses refute falls back to the
+    # streamed descent.
     floor = tl.maximum(floor, cutoff)
-    top, total, total_above_floor, count, lowest, gathered = _survivor_softmax(
-        row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor, BLOCK,
-        TOP_P_SCRATCH)
+    guess_scale = tl.where(guess_width > 0.0, BINS / tl.maximum(guess_width, 1e-30), 0.0)
+    top, total, total_above_floor, count, lowest, gathered, hist, above = _survivor_softmax(
+        row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor, guess_low,
+        guess_scale, BLOCK, TOP_P_SCRATCH, BINS)
     result = cutoff
     kept_in_scratch = tl.zeros((), dtype=tl.int32)
     target = p * total
@@ -476,6 +506,11 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
         low = tl.maximum(lowest, top + tl.log(0.5 * (1.0 - p) * total / count.to(tl.float32)))
         # Half a bin of headroom keeps `top` itself in the last bin.
         width = tl.maximum(top - low, 1e-30) * (BINS / (BINS - 0.5))
+        histogrammed = ((guess_scale > 0.0) & _surely_holds_cutoff(
+            hist, above, guess_low, guess_width / BINS, top, target, BINS)).to(tl.int32)
+        if histogrammed != 0:
+            low = guess_low
+            width = guess_width
         scale = BINS / width
         first = tl.zeros((), dtype=tl.int32)
         last = tl.zeros((), dtype=tl.int32)
@@ -484,8 +519,10 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
             if held > SCRATCH:
                 step = width / BINS
                 scale = BINS / width
-                hist, above = _window_histogram(row_ptr, vocab_size, cutoff, low, scale, top,
-                                                BLOCK, BINS)
+                if histogrammed == 0:
+                    hist, above = _window_histogram(row_ptr, vocab_size, cutoff, low, scale, top,
+                                                    BLOCK, BINS)
+                histogrammed = histogrammed * 0
                 first, last, held = _pick_bracket(hist, above, low, step, top, target, SCRATCH,
                                                   BINS)
                 if held > SCRATCH:
@@ -546,15 +583,20 @@ def _floor_value(mean, spread, finite_in_row, wanted):
 
 
 @triton.jit
-def _top_p_floor(mean, spread, finite_in_row, p, wanted):
+def _top_p_floor(mean, spread, finite_in_row, p, wanted, GUESS_ENTRIES: tl.constexpr):
     # The floor of the top-p gather: about `wanted` entries lie above it. For logits drawn from
     # N(mean, spread^2), the probability mass is distributed as N(mean + spread^2, spread^2),
     # so the top-p set starts near mean + spread^2 - spread * z(1 - p). When that lies well
     # below the floor (flat logits keep most of the row) the gather is skipped: the floor is
-    # then the key of +inf.
+    # then the key of +inf, and the guessed window (low, width) is the one around that start
+    # where the model puts about GUESS_ENTRIES entries (width 0 for no guess).
     floor = _floor_value(mean, spread, finite_in_row, wanted)
     start = mean + spread * spread - spread * _normal_quantile(tl.maximum(1.0 - p, 1e-7))
-    return _order_key(tl.where(start >= floor - spread, floor, float("inf")))
+    peaked = start >= floor - spread
+    z = (start - mean) / tl.maximum(spread, 1e-30)
+    density = finite_in_row * tl.exp(-0.5 * z * z) / (spread * 2.5066282746)
+    width = tl.where(peaked, 0.0, tl.where(density > 0.0, GUESS_ENTRIES / density, 0.0))
+    return _order_key(tl.where(peaked, floor, float("inf"))), start - 0.5 * width, width
 
 
 @triton.jit
@@ -575,6 +617,7 @@ def _top_k_top_p_kernel(
     TOP_P_SCRATCH: tl.constexpr = 2048,
     WINDOW_BINS: tl.constexpr = 128,
     WINDOWS: tl.constexpr = 5,
+    GUESS_ENTRIES: tl.constexpr = 16384,
     FLOOR_CHUNKS: tl.constexpr = 8,
     FLOOR_CHUNK: tl.constexpr = 1024,
     TOPK_ENABLED: tl.constexpr = True,
@@ -626,11 +669,12 @@ def _top_k_top_p_kernel(
                 else:
                     mean, spread, finite = _sample_moments(row_ptr, vocab_size, FLOOR_CHUNKS,
                                                            FLOOR_CHUNK)
-                    floor = _top_p_floor(mean, spread, finite, p, 3 * TOP_P_SCRATCH // 4)
+                    floor, guess_low, guess_width = _top_p_floor(
+                        mean, spread, finite, p, 3 * TOP_P_SCRATCH // 4, GUESS_ENTRIES)
                     cutoff, gathered = _top_p_cutoff_bracketed(
                         row_ptr, program_scratch, program_ids, program_counter, vocab_size,
-                        cutoff, floor, p, BLOCK, MASS_BLOCK, SCRATCH, TOP_P_SCRATCH, WINDOW_BINS,
-                        WINDOWS)
+                        cutoff, floor, guess_low, guess_width, p, BLOCK, MASS_BLOCK, SCRATCH,
+                        TOP_P_SCRATCH, WINDOW_BINS, WINDOWS)
         # 3. Mask everything below the cutoff. When scratch holds every survivor, fill the row
         # without reading it and put the survivors back.
         if cutoff > 0:
@@ -717,6 +761,7 @@ def apply_top_k_top_p(
         TOP_P_SCRATCH=TOP_P_SCRATCH,
         WINDOW_BINS=_WINDOW_BINS,
         WINDOWS=_WINDOWS,
+        GUESS_ENTRIES=_GUESS_ENTRIES,
         TOPK_ENABLED=k is not None,
         TOPP_ENABLED=p is not None,
         **launch,

@@ -5,6 +5,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+import kernels.topk_topp as kernel_module
 import reference.topk_topp as reference
 from kernels.topk_topp import LOGITS_DTYPES, SCRATCH, apply_top_k_top_p
 from tests.strategies import LogitsSpec, build_logits, logits_specs, top_k_values, top_p_values
@@ -98,6 +99,45 @@ def test_top_p_past_the_gathered_top_entries(device):
     logits = values.clone().to(device)
     apply_top_k_top_p(logits, None, torch.full((2, ), 0.9, device=device), num_programs=1)
     _check_rows(logits, values, None, [0.9, 0.9], "bimodal")
+
+
+def _sampled_runs(vocab):
+    """Which entries the kernel's sample of the row reads (8 runs of 1024, evenly spaced)."""
+    sampled = torch.zeros(vocab, dtype=torch.bool)
+    spacing = max(vocab // 8, 1024)
+    for run in range(8):
+        sampled[run * spacing:run * spacing + 1024] = True
+    return sampled
+
+
+@pytest.mark.correctness
+def test_flat_rows_settle_from_the_guessed_window(device, monkeypatch):
+    """Top-p alone on flat rows histograms, within its softmax pass, the window where a
+    Gaussian model of a sample puts the cutoff. Normal rows settle from that window: no
+    histogram pass of their own, no streamed descent. Rows the model misjudges (the sampled
+    runs 1.0 below the rest) take histograms of a window that surely holds the cutoff, and
+    are exact all the same."""
+    if device.type != "cpu":
+        pytest.skip("counts the kernel's streamed passes, which only the interpreter runs as "
+                    "Python calls")
+    passes = {}
+    for name in ("_window_histogram", "_top_p_cutoff_streamed"):
+        def counted(*args, _helper=getattr(kernel_module, name), _name=name, **kwargs):
+            passes[_name] = passes.get(_name, 0) + 1
+            return _helper.fn(*args, **kwargs)
+        monkeypatch.setattr(kernel_module, name, counted)
+    generator = torch.Generator().manual_seed(0)
+    vocab = 32768
+    normal = torch.randn(1, vocab, generator=generator)
+    misjudged = normal + 1.0 * ~_sampled_runs(vocab)
+    for values, p, model_holds in ((normal, 0.9, True), (normal, 0.99, True),
+                                   (misjudged, 0.9, False)):
+        logits = values.clone()
+        passes.clear()
+        apply_top_k_top_p(logits, None, torch.tensor([p]), num_programs=1)
+        _check_rows(logits, values, None, [p], f"p = {p}")
+        assert ("_top_p_cutoff_streamed" not in passes
+                and model_holds == ("_window_histogram" not in passes)), passes
 
 
 def _valid(device):
