@@ -33,22 +33,19 @@ Passes over the logits (each streaming loop loads its next block before working 
   the row is filled and restored as for top-k: one read and one write in all. On flat rows,
   where a Gaussian model of the sample puts the top-p set far below the floor, nothing is
   gathered (blocks with no entry above the floor skip the gather); instead the same pass
-  histograms WINDOW_BINS equal value bins over the window around the model's cutoff, ten
-  standard errors of it wide each side (GUESS_ENTRIES entries at most), with the exact mass
-  above that window. When the bins' least masses show that the window holds the cutoff
-  (normal-like rows), the bins whose bounded, or estimated, mass reaches p * total bracket it.
-  Otherwise (the model misjudges the row) a window that surely holds the cutoff (below it the
-  survivors weigh less than half of what top-p drops) is histogrammed in a pass of its own,
-  one more read each time, WINDOWS histograms in all at most: while the bracketing bins hold
-  more than SCRATCH survivors, the window narrows to them and is histogrammed again (a
-  histogram's cost per entry grows with bins * log2(bins), so a few narrow ones are cheaper
-  than one fine one). The bracketing bins are then gathered with the exact mass above them
-  and sorted in registers. When the bounds alone place the cutoff in those bins, the same
-  pass writes mask_value over everything below them, and the gathered entries below the
-  cutoff are masked after the sort: on normal-like rows two reads and one write in all.
-  Otherwise the last pass reads the row and writes mask_value below the cutoff. When the
-  exact masses refute the bins (a bracket that holds too many ties), the streamed descent
-  takes over: one pass per 4-bit digit of a radix descent on probability mass, eight in all.
+  histograms WINDOW_BINS equal value bins over the window around the model's cutoff that it
+  fills with about GUESS_ENTRIES entries, with the exact mass above that window. When the
+  bins' least masses show that the window holds the cutoff (normal-like rows), the bins
+  whose bounded, or estimated, mass reaches p * total are gathered with the exact mass above
+  them and sorted in registers: two reads and a write in all. Otherwise (the model misjudges
+  the row) a window that surely holds the cutoff (below it the survivors weigh less than
+  half of what top-p drops) is histogrammed in a pass of its own, one more read each time,
+  WINDOWS histograms in all at most: while the bracketing bins hold more than SCRATCH
+  survivors, the window narrows to them and is histogrammed again (a histogram's cost per
+  entry grows with bins * log2(bins), so a few narrow ones are cheaper than one fine one).
+  When the exact masses refute the bins (a bracket that holds too many ties), the streamed
+  descent takes over: one pass per 4-bit digit of a radix descent on probability mass, eight
+  in all. The last pass reads the row and writes mask_value below the cutoff.
 
 Programs are persistent over the rows, one row at a time. When there are more programs than
 multiprocessors, the launch caps the registers per thread (128, or 64 from three programs per
@@ -77,7 +74,7 @@ _BLOCK = 8192  # vocab entries per loop step
 _MASS_BLOCK = 512  # vocab entries per step of the streamed top-p descent
 _WINDOW_BINS = 128  # bins of the value histograms that bracket a top-p cutoff
 _WINDOWS = 5  # value histograms before a top-p cutoff falls back to the streamed descent
-_GUESS_ENTRIES = 16384  # entries the first histogram of a flat row's top-p cutoff spans, at most
+_GUESS_ENTRIES = 16384  # entries the first histogram of a flat row's top-p cutoff spans
 _NUM_WARPS = 8  # when programs share multiprocessors
 _UNSHARED_NUM_WARPS = 16  # when each program has one to itself: more warps hide more latency
 # When programs share multiprocessors, a register cap (at some spilling; uncapped at 8 warps
@@ -410,11 +407,10 @@ def _window_histogram(row_ptr, vocab_size, cutoff, low, scale, top, BLOCK: tl.co
 @triton.jit
 def _pick_bracket(hist, above, low, step, top, target, SCRATCH: tl.constexpr,
                   BINS: tl.constexpr):
-    # Bins [first, last] that hold the top-p cutoff, how many survivors they hold, and whether
-    # that is sure. Each bin's mass lies between its count times exp of its edges, which
-    # bounds the bins that can hold the cutoff (sure, when bin `first` surely reaches the
-    # target); when those hold more than SCRATCH survivors, the bins where an estimate of the
-    # mass reaches the target (checked after gathering; not sure).
+    # Bins [first, last] that hold the top-p cutoff, and how many survivors they hold. Each
+    # bin's mass lies between its count times exp of its edges, which bounds the bins that
+    # can hold the cutoff; when those hold more than SCRATCH survivors, the bins where an
+    # estimate of the mass reaches the target (checked after gathering).
     bins = tl.arange(0, BINS)
     edges = low + bins.to(tl.float32) * step - top
     counts = hist.to(tl.float32)
@@ -422,11 +418,9 @@ def _pick_bracket(hist, above, low, step, top, target, SCRATCH: tl.constexpr,
                                        reverse=True) >= target * (1.0 + 1e-5)
     may_reach = above + tl.cumsum(counts * tl.exp(edges + 1.01 * step), 0,
                                   reverse=True) >= target * (1.0 - 1e-5)
-    surely_first = tl.max(tl.where(surely_reaches, bins, -1), 0)
-    first = tl.maximum(surely_first, 0)
+    first = tl.maximum(tl.max(tl.where(surely_reaches, bins, -1), 0), 0)
     last = tl.max(tl.where(may_reach, bins, -1), 0)
     held = tl.sum(tl.where((bins >= first) & (bins <= last), hist, 0), 0)
-    sure = ((surely_first >= 0) & (held <= SCRATCH)).to(tl.int32)
     if held > SCRATCH:
         # A bin's mass is about count * exp(centre). Its error is taken as that of one offset
         # shared by all its entries (ties, as fp16 and bf16 logits have, move together), spread
@@ -440,20 +434,18 @@ def _pick_bracket(hist, above, low, step, top, target, SCRATCH: tl.constexpr,
         first = tl.maximum(tl.min(tl.where(candidate, bins, BINS), 0), first)
         last = tl.minimum(tl.max(tl.where(candidate, bins, -1), 0), last)
         held = tl.sum(tl.where((bins >= first) & (bins <= last), hist, 0), 0)
-    return first, last, held, sure
+    return first, last, held
 
 
 @triton.jit
 def _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, low, scale,
-                 first, last, top, mask_below, mask_value, BLOCK: tl.constexpr,
-                 SCRATCH: tl.constexpr, BINS: tl.constexpr):
+                 first, last, top, BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
+                 BINS: tl.constexpr):
     # Copy the survivors in bins [first, last], and their vocab ids, into scratch (SCRATCH of
     # them at most); return how many there are and the exact mass of the survivors above
-    # those bins. With mask_below != 0, also write mask_value over every entry below bin
-    # `first` and every one that is not a survivor.
+    # those bins.
     _start_gather(counter_ptr)
     above = tl.zeros((), dtype=tl.float32)
-    masked = tl.full((BLOCK, ), mask_value, tl.float32).to(row_ptr.dtype.element_ty)
     following = _block(row_ptr, 0, vocab_size, BLOCK)
     for start in range(0, vocab_size, BLOCK):
         block = following
@@ -463,8 +455,6 @@ def _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff,
         _append(scratch_ptr, ids_ptr, counter_ptr, x, offs, keep & (bin >= first) & (bin <= last),
                 SCRATCH)
         above += tl.sum(tl.where(keep & (bin > last), tl.exp(x - top), 0.0), 0)
-        tl.store(row_ptr + offs, masked,
-                 mask=(mask_below != 0) & (offs < vocab_size) & ((bin < first) | ~keep))
     return _end_gather(counter_ptr), above
 
 
@@ -480,7 +470,7 @@ def _surely_holds_cutoff(hist, above, low, step, top, target, BINS: tl.constexpr
 
 @triton.jit
 def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor,
-                            guess_low, guess_width, p, mask_value, BLOCK: tl.constexpr,
+                            guess_low, guess_width, p, BLOCK: tl.constexpr,
                             MASS_BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
                             TOP_P_SCRATCH: tl.constexpr, BINS: tl.constexpr,
                             WINDOWS: tl.constexpr):
@@ -492,10 +482,8 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
     # a histogram of a value window that holds the cutoff (the guessed one when it surely
     # does; narrowed and repeated while the bracketing bins hold more than SCRATCH survivors,
     # at most WINDOWS histograms in all); a gather of those bins with the exact mass above
-    # them; a sort of them in registers. When the bins' mass bounds alone settle the bracket,
-    # the gather's pass also masks the row below it, and the gathered entries below the cutoff
-    # are masked after the sort: the row is then done (the third value returned is 1).
-    # A bracket the exact masses refute falls back to the streamed descent.
+    # them; a sort of them in registers. A bracket the exact masses refute falls back to the
+    # streamed descent.
     floor = tl.maximum(floor, cutoff)
     guess_scale = tl.where(guess_width > 0.0, BINS / tl.maximum(guess_width, 1e-30), 0.0)
     top, total, total_above_floor, count, lowest, gathered, hist, above = _survivor_softmax(
@@ -512,7 +500,6 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
             # Every gathered key is >= floor, so the cutoff is too.
             result = tl.maximum(prefix, floor)
             kept_in_scratch = gathered
-    sure = tl.zeros((), dtype=tl.int32)
     if (top > float("-inf")) & (kept_in_scratch == 0):
         # Below `low` lie at most `count` survivors of mass < exp(low - top) each: half of what
         # top-p may drop at most, so the cutoff is not below low.
@@ -536,8 +523,8 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
                     hist, above = _window_histogram(row_ptr, vocab_size, cutoff, low, scale, top,
                                                     BLOCK, BINS)
                 histogrammed = histogrammed * 0
-                first, last, held, sure = _pick_bracket(hist, above, low, step, top, target,
-                                                        SCRATCH, BINS)
+                first, last, held = _pick_bracket(hist, above, low, step, top, target, SCRATCH,
+                                                  BINS)
                 if held > SCRATCH:
                     # Half a bin of margin each side covers the rounding of the bin edges.
                     low = low + (first.to(tl.float32) - 0.5) * step
@@ -545,32 +532,23 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
         settled = tl.zeros((), dtype=tl.int32)
         if held <= SCRATCH:
             gathered, above = _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size,
-                                           cutoff, low, scale, first, last, top, sure,
-                                           mask_value, BLOCK, SCRATCH, BINS)
+                                           cutoff, low, scale, first, last, top, BLOCK, SCRATCH,
+                                           BINS)
             prefix, reached = _top_p_cutoff_in_scratch(scratch_ptr, ids_ptr, gathered, top,
                                                        above, target, SCRATCH)
             if (reached != 0) & (above < target) & (gathered <= SCRATCH):
                 result = tl.maximum(prefix, cutoff)
                 settled = settled + 1
-            if sure != 0:
-                # The bounds guarantee the settling; should rounding still refute it, every
-                # gathered entry stays.
-                x, ids, valid = _load_gathered(scratch_ptr, ids_ptr, gathered, SCRATCH)
-                masked = tl.full((SCRATCH, ), mask_value, tl.float32).to(
-                    row_ptr.dtype.element_ty)
-                tl.store(row_ptr + ids, masked,
-                         mask=valid & (settled != 0) & (_order_key(x) < result))
-                settled = settled * 0 + 1
         if settled == 0:
             result = _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, top, target, MASS_BLOCK)
-    return result, kept_in_scratch, sure
+    return result, kept_in_scratch
 
 
 @triton.jit
 def _sample_moments(row_ptr, vocab_size, CHUNKS: tl.constexpr, CHUNK: tl.constexpr):
     # Mean and spread of the finite entries in CHUNKS runs of CHUNK entries spread evenly over
-    # the row (all of it when shorter), how many finite entries the row holds by them, and how
-    # many they saw. One load of all the runs, so that their latencies overlap.
+    # the row (all of it when shorter), and how many finite entries the row holds by them. One
+    # load of all the runs, so that their latencies overlap.
     spacing = tl.maximum(vocab_size // CHUNKS, CHUNK)
     chunks = tl.arange(0, CHUNKS)[:, None]
     offs = chunks * spacing + tl.arange(0, CHUNK)[None, :]  # overflow-lint: chunks * spacing bounded by max(vocab_size, CHUNKS * CHUNK)
@@ -583,7 +561,7 @@ def _sample_moments(row_ptr, vocab_size, CHUNKS: tl.constexpr, CHUNK: tl.constex
     squares = tl.sum(tl.sum(tl.where(finite, x * x, 0.0), 1), 0)
     mean = total / tl.maximum(count, 1.0)
     spread = tl.sqrt(tl.maximum(squares / tl.maximum(count, 1.0) - mean * mean, 0.0))
-    return mean, spread, count * (vocab_size / tl.maximum(seen, 1.0)), count
+    return mean, spread, count * (vocab_size / tl.maximum(seen, 1.0))
 
 
 @triton.jit
@@ -605,24 +583,19 @@ def _floor_value(mean, spread, finite_in_row, wanted):
 
 
 @triton.jit
-def _top_p_floor(mean, spread, finite_in_row, sampled, p, wanted, GUESS_ENTRIES: tl.constexpr):
+def _top_p_floor(mean, spread, finite_in_row, p, wanted, GUESS_ENTRIES: tl.constexpr):
     # The floor of the top-p gather: about `wanted` entries lie above it. For logits drawn from
     # N(mean, spread^2), the probability mass is distributed as N(mean + spread^2, spread^2),
     # so the top-p set starts near mean + spread^2 - spread * z(1 - p). When that lies well
     # below the floor (flat logits keep most of the row) the gather is skipped: the floor is
     # then the key of +inf, and the guessed window (low, width) is the one around that start
-    # ten standard errors wide each side (the moments come from `sampled` entries), or less
-    # where the model puts more than GUESS_ENTRIES entries in it; width 0 for no guess.
+    # where the model puts about GUESS_ENTRIES entries (width 0 for no guess).
     floor = _floor_value(mean, spread, finite_in_row, wanted)
-    z = _normal_quantile(tl.maximum(1.0 - p, 1e-7))
-    start = mean + spread * spread - spread * z
+    start = mean + spread * spread - spread * _normal_quantile(tl.maximum(1.0 - p, 1e-7))
     peaked = start >= floor - spread
-    error = spread * tl.sqrt((1.0 + 0.5 * (2.0 * spread - z) * (2.0 * spread - z)) /
-                             tl.maximum(sampled, 1.0))
-    from_mean = (start - mean) / tl.maximum(spread, 1e-30)
-    density = finite_in_row * tl.exp(-0.5 * from_mean * from_mean) / (spread * 2.5066282746)
-    width = tl.minimum(20.0 * error, GUESS_ENTRIES / density)
-    width = tl.where(peaked | (density <= 0.0), 0.0, width)
+    z = (start - mean) / tl.maximum(spread, 1e-30)
+    density = finite_in_row * tl.exp(-0.5 * z * z) / (spread * 2.5066282746)
+    width = tl.where(peaked, 0.0, tl.where(density > 0.0, GUESS_ENTRIES / density, 0.0))
     return _order_key(tl.where(peaked, floor, float("inf"))), start - 0.5 * width, width
 
 
@@ -666,13 +639,12 @@ def _top_k_top_p_kernel(
             p = tl.load(p_ptr + row)
         cutoff = tl.zeros((), dtype=tl.uint32)
         gathered = tl.zeros((), dtype=tl.int32)
-        done = tl.zeros((), dtype=tl.int32)
         # 1. Small k: gather the entries above an estimated floor and select in registers.
         if k <= SCRATCH // 2:
             floor = tl.zeros((), dtype=tl.uint32)
             if vocab_size > SCRATCH:
-                mean, spread, finite, _ = _sample_moments(row_ptr, vocab_size, FLOOR_CHUNKS,
-                                                          FLOOR_CHUNK)
+                mean, spread, finite = _sample_moments(row_ptr, vocab_size, FLOOR_CHUNKS,
+                                                       FLOOR_CHUNK)
                 floor = _order_key(_floor_value(mean, spread, finite, (k + SCRATCH) // 2))
             gathered = _gather(row_ptr, program_scratch, program_ids, program_counter, vocab_size,
                                floor, BLOCK, SCRATCH)
@@ -695,17 +667,17 @@ def _top_k_top_p_kernel(
                     x, _, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
                     cutoff = _top_p_cutoff_gathered(x, valid, cutoff, p)
                 else:
-                    mean, spread, finite, sampled = _sample_moments(row_ptr, vocab_size,
-                                                                    FLOOR_CHUNKS, FLOOR_CHUNK)
+                    mean, spread, finite = _sample_moments(row_ptr, vocab_size, FLOOR_CHUNKS,
+                                                           FLOOR_CHUNK)
                     floor, guess_low, guess_width = _top_p_floor(
-                        mean, spread, finite, sampled, p, 3 * TOP_P_SCRATCH // 4, GUESS_ENTRIES)
-                    cutoff, gathered, done = _top_p_cutoff_bracketed(
+                        mean, spread, finite, p, 3 * TOP_P_SCRATCH // 4, GUESS_ENTRIES)
+                    cutoff, gathered = _top_p_cutoff_bracketed(
                         row_ptr, program_scratch, program_ids, program_counter, vocab_size,
-                        cutoff, floor, guess_low, guess_width, p, mask_value, BLOCK, MASS_BLOCK,
-                        SCRATCH, TOP_P_SCRATCH, WINDOW_BINS, WINDOWS)
-        # 3. Mask everything below the cutoff (unless the top-p path has). When scratch holds
-        # every survivor, fill the row without reading it and put the survivors back.
-        if (cutoff > 0) & (done == 0):
+                        cutoff, floor, guess_low, guess_width, p, BLOCK, MASS_BLOCK, SCRATCH,
+                        TOP_P_SCRATCH, WINDOW_BINS, WINDOWS)
+        # 3. Mask everything below the cutoff. When scratch holds every survivor, fill the row
+        # without reading it and put the survivors back.
+        if cutoff > 0:
             masked = tl.full((BLOCK, ), mask_value, tl.float32).to(row_ptr.dtype.element_ty)
             if gathered > 0:
                 for start in range(0, vocab_size, BLOCK):

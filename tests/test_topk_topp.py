@@ -113,26 +113,19 @@ def _sampled_runs(vocab):
 @pytest.mark.correctness
 def test_flat_rows_settle_from_the_guessed_window(device, monkeypatch):
     """Top-p alone on flat rows histograms, within its softmax pass, the window where a
-    Gaussian model of a sample puts the cutoff. Normal rows settle from that window in two
-    streamed passes over the row: that one, and one that gathers the bracketing bins and
-    masks what lies below them. Rows the model misjudges (the sampled runs 1.0 below the rest)
-    take histograms of a window that surely holds the cutoff, and are exact all the same."""
+    Gaussian model of a sample puts the cutoff. Normal rows settle from that window: no
+    histogram pass of their own, no streamed descent. Rows the model misjudges (the sampled
+    runs 1.0 below the rest) take histograms of a window that surely holds the cutoff, and
+    are exact all the same."""
     if device.type != "cpu":
         pytest.skip("counts the kernel's streamed passes, which only the interpreter runs as "
                     "Python calls")
-    passes = []
-
-    def counted_block(row_ptr, start, *args, _block=kernel_module._block):
-        if isinstance(start, int) and start == 0:
-            passes.append("row")
-        return _block.fn(row_ptr, start, *args)
-
-    def counted_descent(*args, _descent=kernel_module._top_p_cutoff_streamed):
-        passes.append("descent")
-        return _descent.fn(*args)
-
-    monkeypatch.setattr(kernel_module, "_block", counted_block)
-    monkeypatch.setattr(kernel_module, "_top_p_cutoff_streamed", counted_descent)
+    passes = {}
+    for name in ("_window_histogram", "_top_p_cutoff_streamed"):
+        def counted(*args, _helper=getattr(kernel_module, name), _name=name, **kwargs):
+            passes[_name] = passes.get(_name, 0) + 1
+            return _helper.fn(*args, **kwargs)
+        monkeypatch.setattr(kernel_module, name, counted)
     generator = torch.Generator().manual_seed(0)
     vocab = 32768
     normal = torch.randn(1, vocab, generator=generator)
@@ -141,9 +134,10 @@ def test_flat_rows_settle_from_the_guessed_window(device, monkeypatch):
                                    (misjudged, 0.9, False)):
         logits = values.clone()
         passes.clear()
-        apply_top_k_top_p(logits, None, torch.tensor([p]), -7.5, num_programs=1)
-        reference.assert_valid_mask(values[0], logits[0], None, p, -7.5, what=f"p = {p}")
-        assert "descent" not in passes and (len(passes) == 2) == model_holds, passes
+        apply_top_k_top_p(logits, None, torch.tensor([p]), num_programs=1)
+        _check_rows(logits, values, None, [p], f"p = {p}")
+        assert ("_top_p_cutoff_streamed" not in passes
+                and model_holds == ("_window_histogram" not in passes)), passes
 
 
 def _valid(device):
