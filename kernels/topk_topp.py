@@ -37,7 +37,8 @@ Passes over the logits (each streaming loop loads its next block before working 
   fills with about GUESS_ENTRIES entries, with the exact mass above that window. When the
   bins' least masses show that the window holds the cutoff (normal-like rows), the bins
   whose bounded, or estimated, mass reaches p * total are gathered with the exact mass above
-  them and sorted in registers: two reads and a write in all. Otherwise (the model misjudges
+  them and sorted in registers: with the last pass, three reads and a write in all (where the
+  sure window below took two more reads). Otherwise (the model misjudges
   the row) a window that surely holds the cutoff (below it the survivors weigh less than
   half of what top-p drops) is histogrammed in a pass of its own, one more read each time,
   WINDOWS histograms in all at most: while the bracketing bins hold more than SCRATCH

@@ -36,7 +36,8 @@ class TopKTopPCase(RowsCase):
 
 
 class TopPCase(TopKTopPCase):
-    """Top-p alone: the softmax pass, the value histograms and the gather of their bins."""
+    """Top-p alone on normal rows: the softmax pass with its histogram of the window where
+    the model puts the cutoff, the gather of the bracketing bins, the masking pass."""
 
     name = "apply_top_k_top_p (top-p alone)"
     top_k = None
@@ -44,7 +45,8 @@ class TopPCase(TopKTopPCase):
 
 class TopPTiesCase(TopPCase):
     """Top-p alone over rows of seven distinct values: no value window can split the ties at
-    the cutoff, so the cutoff comes from the streamed descent over the whole row."""
+    the cutoff, so after the value histograms the cutoff comes from the streamed descent over
+    the whole row."""
 
     name = "apply_top_k_top_p (top-p alone, ties)"
     width = 2**15  # the streamed descent is slow in the interpreter: shorter rows, more of them
