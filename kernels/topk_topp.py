@@ -338,6 +338,16 @@ def _value_bin(x, low, scale, BINS: tl.constexpr):
 
 
 @triton.jit
+def _window_counts(x, keep, weight, low, scale, BINS: tl.constexpr):
+    # Of one block: how many kept entries fall in each of BINS bins from `low` up, and the sum
+    # of `weight` over the kept entries above the bins.
+    bin = _value_bin(x, low, scale, BINS)
+    inside = keep & (bin >= 0) & (bin < BINS)
+    counts = tl.histogram(tl.minimum(tl.maximum(bin, 0), BINS - 1), BINS, mask=inside)
+    return counts, tl.sum(tl.where(keep & (bin >= BINS), weight, 0.0), 0)
+
+
+@triton.jit
 def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor,
                       guess_low, guess_scale, BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
                       BINS: tl.constexpr):
@@ -345,8 +355,8 @@ def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cu
     # sum(exp(x - top)) and that of those with key >= floor (rescaled as `top` grows), how many
     # are finite and the smallest of those. The finite survivors with key >= floor, and their
     # vocab ids, go into scratch (SCRATCH of them at most); how many there are is returned
-    # with them. With guess_scale > 0, also _window_histogram's counts and mass above, of the
-    # window of BINS bins from guess_low (the mass rescaled as `top` grows).
+    # with them. With guess_scale > 0, also the _window_counts of the window of BINS bins from
+    # guess_low (the mass above it rescaled as `top` grows).
     top = tl.full((), float("-inf"), tl.float32)
     total = tl.zeros((), dtype=tl.float32)
     total_above_floor = tl.zeros((), dtype=tl.float32)
@@ -375,10 +385,9 @@ def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cu
             _append(scratch_ptr, ids_ptr, counter_ptr, x, offs, above_floor, SCRATCH)
             total_above_floor += tl.sum(tl.where(above_floor, weight, 0.0), 0)
         if guess_scale > 0.0:
-            bin = _value_bin(x, guess_low, guess_scale, BINS)
-            inside = keep & (bin >= 0) & (bin < BINS)
-            hist += tl.histogram(tl.minimum(tl.maximum(bin, 0), BINS - 1), BINS, mask=inside)
-            above_window += tl.sum(tl.where(keep & (bin >= BINS), weight, 0.0), 0)
+            counts, mass_above = _window_counts(x, keep, weight, guess_low, guess_scale, BINS)
+            hist += counts
+            above_window += mass_above
         top = new_top
         count += tl.sum(keep.to(tl.int32), 0)
         lowest = tl.minimum(lowest, tl.min(tl.where(keep, x, float("inf")), 0))
@@ -398,11 +407,18 @@ def _window_histogram(row_ptr, vocab_size, cutoff, low, scale, top, BLOCK: tl.co
         block = following
         following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
         x, keep, _ = _survivors(block, start, vocab_size, cutoff, BLOCK)
-        bin = _value_bin(x, low, scale, BINS)
-        inside = keep & (bin >= 0) & (bin < BINS)
-        hist += tl.histogram(tl.minimum(tl.maximum(bin, 0), BINS - 1), BINS, mask=inside)
-        above += tl.sum(tl.where(keep & (bin >= BINS), tl.exp(x - top), 0.0), 0)
+        counts, mass_above = _window_counts(x, keep, tl.exp(x - top), low, scale, BINS)
+        hist += counts
+        above += mass_above
     return hist, above
+
+
+@triton.jit
+def _least_bin_masses(hist, low, step, top, BINS: tl.constexpr):
+    # The least mass (relative to exp(top)) each histogrammed bin can hold: its count times exp
+    # of its lower edge, less a hundredth of a bin for the rounding of the edges.
+    edges = low + tl.arange(0, BINS).to(tl.float32) * step - top
+    return hist.to(tl.float32) * tl.exp(edges - 0.01 * step)
 
 
 @triton.jit
@@ -415,7 +431,7 @@ def _pick_bracket(hist, above, low, step, top, target, SCRATCH: tl.constexpr,
     bins = tl.arange(0, BINS)
     edges = low + bins.to(tl.float32) * step - top
     counts = hist.to(tl.float32)
-    surely_reaches = above + tl.cumsum(counts * tl.exp(edges - 0.01 * step), 0,
+    surely_reaches = above + tl.cumsum(_least_bin_masses(hist, low, step, top, BINS), 0,
                                        reverse=True) >= target * (1.0 + 1e-5)
     may_reach = above + tl.cumsum(counts * tl.exp(edges + 1.01 * step), 0,
                                   reverse=True) >= target * (1.0 - 1e-5)
@@ -464,8 +480,7 @@ def _surely_holds_cutoff(hist, above, low, step, top, target, BINS: tl.constexpr
     # Whether a histogrammed window surely holds the top-p cutoff: the mass above it falls short
     # of the target, and the least mass its bins can hold (the bound _pick_bracket takes) makes
     # up the rest.
-    edges = low + tl.arange(0, BINS).to(tl.float32) * step - top
-    least = tl.sum(hist.to(tl.float32) * tl.exp(edges - 0.01 * step), 0)
+    least = tl.sum(_least_bin_masses(hist, low, step, top, BINS), 0)
     return (above < target) & (above + least >= target * (1.0 + 1e-5))
 
 
