@@ -348,11 +348,6 @@ def _window_counts(x, keep, weight, low, scale, BINS: tl.constexpr):
 
 
 @triton.jit
-def _sum_count_least(total_a, count_a, least_a, total_b, count_b, least_b):
-    return total_a + total_b, count_a + count_b, tl.minimum(least_a, least_b)
-
-
-@triton.jit
 def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor,
                       guess_low, guess_scale, BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
                       BINS: tl.constexpr):
@@ -381,11 +376,7 @@ def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cu
         shift = tl.where(new_top > float("-inf"), new_top, 0.0)
         rescale = tl.exp(top - shift)
         weight = tl.where(keep, tl.exp(x - shift), 0.0)
-        # One reduction for the sum, the count and the least: each one over the block meets
-        # at a barrier.
-        block_total, block_count, block_lowest = tl.reduce(
-            (weight, keep.to(tl.int32), tl.where(keep, x, float("inf"))), 0, _sum_count_least)
-        total = total * rescale + block_total
+        total = total * rescale + tl.sum(weight, 0)
         total_above_floor = total_above_floor * rescale
         above_window = above_window * rescale
         # Most blocks of flat rows hold nothing at or above the floor: skip the gather there.
@@ -398,8 +389,8 @@ def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cu
             hist += counts
             above_window += mass_above
         top = new_top
-        count += block_count
-        lowest = tl.minimum(lowest, block_lowest)
+        count += tl.sum(keep.to(tl.int32), 0)
+        lowest = tl.minimum(lowest, tl.min(tl.where(keep, x, float("inf")), 0))
     return (top, total, total_above_floor, count, lowest, _end_gather(counter_ptr), hist,
             above_window)
 
