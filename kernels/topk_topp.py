@@ -371,12 +371,16 @@ def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cu
         following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
         x, keep, offs = _survivors(block, start, vocab_size, cutoff, BLOCK)
         keep &= x > float("-inf")
-        block_top = tl.max(tl.where(keep, x, float("-inf")), 0)
+        # Joined pairs halve the block reductions (each meets at a barrier): top and -least,
+        # mass and count.
+        block_top, block_least = tl.split(tl.max(tl.join(tl.where(keep, x, float("-inf")),
+                                                         tl.where(keep, -x, float("-inf"))), 0))
         new_top = tl.maximum(top, block_top)
         shift = tl.where(new_top > float("-inf"), new_top, 0.0)
         rescale = tl.exp(top - shift)
         weight = tl.where(keep, tl.exp(x - shift), 0.0)
-        total = total * rescale + tl.sum(weight, 0)
+        block_total, block_count = tl.split(tl.sum(tl.join(weight, keep.to(tl.float32)), 0))
+        total = total * rescale + block_total
         total_above_floor = total_above_floor * rescale
         above_window = above_window * rescale
         # Most blocks of flat rows hold nothing at or above the floor: skip the gather there.
@@ -389,8 +393,8 @@ def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cu
             hist += counts
             above_window += mass_above
         top = new_top
-        count += tl.sum(keep.to(tl.int32), 0)
-        lowest = tl.minimum(lowest, tl.min(tl.where(keep, x, float("inf")), 0))
+        count += block_count.to(tl.int32)
+        lowest = tl.minimum(lowest, -block_least)
     return (top, total, total_above_floor, count, lowest, _end_gather(counter_ptr), hist,
             above_window)
 
