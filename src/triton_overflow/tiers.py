@@ -408,8 +408,10 @@ def _catch_widening(test, module, widening, request, backend, oracles, caught):
         return
     cases = [c for c in test.cases if c.module == module and c.expect == SAFE]
     tried = []
-    for case in cases:
-        for wrap, wrap_check in oracles:
+    # Each oracle over every case before the next oracle: a mutant that only some cases'
+    # launches reach costs one run, not one per oracle, in each case that misses it.
+    for wrap, wrap_check in oracles:
+        for case in cases:
             outcome = run_huge(case, wrap, backend, twin=True, wrap_check=wrap_check,
                                widening=widening)
             if caught(outcome):
