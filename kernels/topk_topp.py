@@ -48,6 +48,19 @@ Passes over the logits (each streaming loop loads its next block before working 
   descent takes over: one pass per 4-bit digit of a radix descent on probability mass, eight
   in all. The last pass reads the row and writes mask_value below the cutoff.
 
+Top-p alone on few rows (the split path: by default with no k table and fewer than half as
+many rows as multiprocessors) cuts each row into parts, one program each, so that a small batch fills the device:
+four launches over (row, part) or row. (1) The sample, then the softmax statistics of the part
+with the gather above the floor (into a scratch row of its row's) and the histogram of the
+guessed window (added to its row's). (2) Each program combines its row's statistics; where
+the gathered entries do not already hold the top-p set and the guessed window surely brackets
+the cutoff in at most SCRATCH survivors, it gathers those of its part, with the mass above
+them. (3) One program a row sorts what its row gathered and checks the cutoff as above. (4)
+Each part is masked as in the last pass above. The persistent kernel then takes the rows the
+split path did not settle (a misjudged window, ties, a gather that misses), from the start:
+one read more than on its own. Flat rows: three reads and a write; peaked rows: one read and
+a write (the gather of step 2 finds nothing to do).
+
 Programs are persistent over the rows, one row at a time. When there are more programs than
 multiprocessors, the launch caps the registers per thread (128, or 64 from three programs per
 multiprocessor) and shortens the loop step (4096 or 2048 entries), so that two or four programs
@@ -58,15 +71,16 @@ latency of the streaming loops than the resulting spills cost.
 Rows with no finite entry are left unchanged by top-p. NaN logits are not supported.
 
 Products that can exceed 2**31: ``row * logits_stride``, where ``row`` is the persistent loop's
-variable (rows up to B - 1), and ``pid * TOP_P_SCRATCH`` in the scratch buffers.
+variable (rows up to B - 1) or the split path's program id, and ``pid * TOP_P_SCRATCH`` in the
+scratch buffers; in the split path, every per-row offset (the row is the program id).
 """
 
 import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import (check_int, check_logits, check_real, check_table, multiprocessors,
-                             persistent_programs)
+from kernels._launch import (check_flag, check_int, check_logits, check_real, check_table,
+                             multiprocessors, persistent_programs)
 
 LOGITS_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 SCRATCH = 1024  # entries gathered into registers for the exact cutoffs
@@ -83,6 +97,12 @@ _UNSHARED_NUM_WARPS = 16  # when each program has one to itself: more warps hide
 # smaller loop steps let two or four run on each at once:
 # (programs per multiprocessor at least, loop step, registers per thread).
 _SHARED_LAUNCHES = ((3, 2048, 64), (2, 4096, 128))
+# The split top-p path: loop step and warps of its streaming kernels, warps of its sorts, and
+# how many programs a multiprocessor it cuts rows for.
+_SPLIT_BLOCK = 2048
+_SPLIT_NUM_WARPS = 4
+_SPLIT_SORT_NUM_WARPS = 8
+_SPLIT_PROGRAMS_PER_MULTIPROCESSOR = 4
 
 
 @triton.jit
@@ -348,15 +368,15 @@ def _window_counts(x, keep, weight, low, scale, BINS: tl.constexpr):
 
 
 @triton.jit
-def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor,
+def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, begin, end, cutoff, floor,
                       guess_low, guess_scale, BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
                       BINS: tl.constexpr):
-    # One pass over the survivors (key >= cutoff): their largest value `top`, their mass
-    # sum(exp(x - top)) and that of those with key >= floor (rescaled as `top` grows), how many
-    # are finite and the smallest of those. The finite survivors with key >= floor, and their
-    # vocab ids, go into scratch (SCRATCH of them at most); how many there are is returned
-    # with them. With guess_scale > 0, also the _window_counts of the window of BINS bins from
-    # guess_low (the mass above it rescaled as `top` grows).
+    # One pass over the survivors (key >= cutoff) among entries [begin, end) of the row: their
+    # largest value `top`, their mass sum(exp(x - top)) and that of those with key >= floor
+    # (rescaled as `top` grows), how many are finite and the smallest of those. The finite
+    # survivors with key >= floor, and their vocab ids, are appended to scratch (SCRATCH of
+    # them at most). With guess_scale > 0, also the _window_counts of the window of BINS bins
+    # from guess_low (the mass above it rescaled as `top` grows).
     top = tl.full((), float("-inf"), tl.float32)
     total = tl.zeros((), dtype=tl.float32)
     total_above_floor = tl.zeros((), dtype=tl.float32)
@@ -364,12 +384,11 @@ def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cu
     lowest = tl.full((), float("inf"), tl.float32)
     hist = tl.zeros((BINS, ), dtype=tl.int32)
     above_window = tl.zeros((), dtype=tl.float32)
-    _start_gather(counter_ptr)
-    following = _block(row_ptr, 0, vocab_size, BLOCK)
-    for start in range(0, vocab_size, BLOCK):
+    following = _block(row_ptr, begin, end, BLOCK)
+    for start in range(begin, end, BLOCK):
         block = following
-        following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
-        x, keep, offs = _survivors(block, start, vocab_size, cutoff, BLOCK)
+        following = _block(row_ptr, start + BLOCK, end, BLOCK)
+        x, keep, offs = _survivors(block, start, end, cutoff, BLOCK)
         keep &= x > float("-inf")
         # Joined pairs halve the block reductions (each meets at a barrier): top and -least,
         # mass and count.
@@ -395,8 +414,7 @@ def _survivor_softmax(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cu
         top = new_top
         count += block_count.to(tl.int32)
         lowest = tl.minimum(lowest, -block_least)
-    return (top, total, total_above_floor, count, lowest, _end_gather(counter_ptr), hist,
-            above_window)
+    return top, total, total_above_floor, count, lowest, hist, above_window
 
 
 @triton.jit
@@ -459,24 +477,23 @@ def _pick_bracket(hist, above, low, step, top, target, SCRATCH: tl.constexpr,
 
 
 @triton.jit
-def _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, low, scale,
+def _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, begin, end, cutoff, low, scale,
                  first, last, top, BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
                  BINS: tl.constexpr):
-    # Copy the survivors in bins [first, last], and their vocab ids, into scratch (SCRATCH of
-    # them at most); return how many there are and the exact mass of the survivors above
-    # those bins.
-    _start_gather(counter_ptr)
+    # Append the survivors in bins [first, last] among entries [begin, end) of the row, and
+    # their vocab ids, to scratch (SCRATCH of them at most); return the exact mass of the
+    # survivors above those bins.
     above = tl.zeros((), dtype=tl.float32)
-    following = _block(row_ptr, 0, vocab_size, BLOCK)
-    for start in range(0, vocab_size, BLOCK):
+    following = _block(row_ptr, begin, end, BLOCK)
+    for start in range(begin, end, BLOCK):
         block = following
-        following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
-        x, keep, offs = _survivors(block, start, vocab_size, cutoff, BLOCK)
+        following = _block(row_ptr, start + BLOCK, end, BLOCK)
+        x, keep, offs = _survivors(block, start, end, cutoff, BLOCK)
         bin = _value_bin(x, low, scale, BINS)
         _append(scratch_ptr, ids_ptr, counter_ptr, x, offs, keep & (bin >= first) & (bin <= last),
                 SCRATCH)
         above += tl.sum(tl.where(keep & (bin > last), tl.exp(x - top), 0.0), 0)
-    return _end_gather(counter_ptr), above
+    return above
 
 
 @triton.jit
@@ -506,9 +523,11 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
     # streamed descent.
     floor = tl.maximum(floor, cutoff)
     guess_scale = tl.where(guess_width > 0.0, BINS / tl.maximum(guess_width, 1e-30), 0.0)
-    top, total, total_above_floor, count, lowest, gathered, hist, above = _survivor_softmax(
-        row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor, guess_low,
+    _start_gather(counter_ptr)
+    top, total, total_above_floor, count, lowest, hist, above = _survivor_softmax(
+        row_ptr, scratch_ptr, ids_ptr, counter_ptr, 0, vocab_size, cutoff, floor, guess_low,
         guess_scale, BLOCK, TOP_P_SCRATCH, BINS)
+    gathered = _end_gather(counter_ptr)
     result = cutoff
     kept_in_scratch = tl.zeros((), dtype=tl.int32)
     target = p * total
@@ -551,9 +570,10 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
                     width = tl.maximum((last - first + 2).to(tl.float32) * step, 1e-30)
         settled = tl.zeros((), dtype=tl.int32)
         if held <= SCRATCH:
-            gathered, above = _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size,
-                                           cutoff, low, scale, first, last, top, BLOCK, SCRATCH,
-                                           BINS)
+            _start_gather(counter_ptr)
+            above = _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, 0, vocab_size, cutoff,
+                                 low, scale, first, last, top, BLOCK, SCRATCH, BINS)
+            gathered = _end_gather(counter_ptr)
             prefix, reached = _top_p_cutoff_in_scratch(scratch_ptr, ids_ptr, gathered, top,
                                                        above, target, SCRATCH)
             if (reached != 0) & (above < target) & (gathered <= SCRATCH):
@@ -617,6 +637,33 @@ def _top_p_floor(mean, spread, finite_in_row, p, wanted, GUESS_ENTRIES: tl.const
     density = finite_in_row * tl.exp(-0.5 * z * z) / (spread * 2.5066282746)
     width = tl.where(peaked, 0.0, tl.where(density > 0.0, GUESS_ENTRIES / density, 0.0))
     return _order_key(tl.where(peaked, floor, float("inf"))), start - 0.5 * width, width
+
+
+@triton.jit
+def _mask_below(row_ptr, scratch_ptr, ids_ptr, begin, end, cutoff, gathered, mask_value,
+                BLOCK: tl.constexpr, SCRATCH: tl.constexpr):
+    # Write mask_value over the entries [begin, end) of the row with key < cutoff. When scratch
+    # holds every survivor (`gathered` of them, else 0), fill those entries without reading
+    # them and put the survivors among them back.
+    masked = tl.full((BLOCK, ), mask_value, tl.float32).to(row_ptr.dtype.element_ty)
+    if gathered > 0:
+        for start in range(begin, end, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            tl.store(row_ptr + offs, masked, mask=offs < end)
+        tl.debug_barrier()
+        for first in range(0, gathered, SCRATCH):
+            x, ids, valid = _load_gathered(scratch_ptr + first, ids_ptr + first, gathered - first,
+                                           SCRATCH)
+            tl.store(row_ptr + ids, x.to(row_ptr.dtype.element_ty),
+                     mask=valid & (ids >= begin) & (ids < end) & (_order_key(x) >= cutoff))
+    else:
+        following = _block(row_ptr, begin, end, BLOCK)
+        for start in range(begin, end, BLOCK):
+            block = following
+            following = _block(row_ptr, start + BLOCK, end, BLOCK)
+            offs = start + tl.arange(0, BLOCK)
+            tl.store(row_ptr + offs, masked,
+                     mask=(offs < end) & (block.to(tl.float32) < _key_value(cutoff)))
 
 
 @triton.jit
@@ -695,28 +742,244 @@ def _top_k_top_p_kernel(
                         row_ptr, program_scratch, program_ids, program_counter, vocab_size,
                         cutoff, floor, guess_low, guess_width, p, BLOCK, MASS_BLOCK, SCRATCH,
                         TOP_P_SCRATCH, WINDOW_BINS, WINDOWS)
-        # 3. Mask everything below the cutoff. When scratch holds every survivor, fill the row
-        # without reading it and put the survivors back.
+        # 3. Mask everything below the cutoff.
         if cutoff > 0:
-            masked = tl.full((BLOCK, ), mask_value, tl.float32).to(row_ptr.dtype.element_ty)
-            if gathered > 0:
-                for start in range(0, vocab_size, BLOCK):
-                    offs = start + tl.arange(0, BLOCK)
-                    tl.store(row_ptr + offs, masked, mask=offs < vocab_size)
-                tl.debug_barrier()
-                for first in range(0, gathered, SCRATCH):
-                    x, ids, valid = _load_gathered(program_scratch + first, program_ids + first,
-                                                   gathered - first, SCRATCH)
-                    tl.store(row_ptr + ids, x.to(row_ptr.dtype.element_ty),
-                             mask=valid & (_order_key(x) >= cutoff))
-            else:
-                following = _block(row_ptr, 0, vocab_size, BLOCK)
-                for start in range(0, vocab_size, BLOCK):
-                    block = following
-                    following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
-                    offs = start + tl.arange(0, BLOCK)
-                    tl.store(row_ptr + offs, masked,
-                             mask=(offs < vocab_size) & (block.to(tl.float32) < _key_value(cutoff)))
+            _mask_below(row_ptr, program_scratch, program_ids, 0, vocab_size, cutoff, gathered,
+                        mask_value, BLOCK, SCRATCH)
+
+
+# What the split top-p statistics pass stores for each part of a row (fp32), at these offsets.
+_PART_TOP = tl.constexpr(0)  # the largest survivor
+_PART_TOTAL = tl.constexpr(1)  # the mass of the survivors, relative to exp(top)
+_PART_ABOVE_FLOOR = tl.constexpr(2)  # that of the survivors at or above the floor
+_PART_ABOVE_WINDOW = tl.constexpr(3)  # that of the survivors above the guessed window
+_PART_FIELDS = tl.constexpr(4)
+# How the split path settles a row (see _split_top_p_plan).
+_UNSETTLED = tl.constexpr(0)
+_IN_SCRATCH = tl.constexpr(1)
+_BRACKETED = tl.constexpr(2)
+
+
+@triton.jit
+def _split_top_p_row(k_ptr, p_ptr, row, vocab_size, TOPK_ENABLED: tl.constexpr):
+    # The row's p, and whether the split top-p path takes the row: top-p alone (p < 1, no k
+    # below the vocabulary).
+    p = tl.load(p_ptr + row)
+    taken = p < 1.0
+    if TOPK_ENABLED:
+        taken &= tl.load(k_ptr + row) >= vocab_size
+    return p, taken
+
+
+@triton.jit
+def _split_top_p_totals(statistics_ptr, row, parts, PARTS: tl.constexpr):
+    # The split statistics pass's results for the row, combined over its parts: its top, and
+    # the masses (relative to exp(top)) of its survivors, of those at or above the floor and of
+    # those above the guessed window.
+    lanes = tl.arange(0, PARTS)
+    in_row = lanes < parts
+    part_stats = statistics_ptr + (row * parts + lanes) * _PART_FIELDS
+    tops = tl.load(part_stats + _PART_TOP, mask=in_row, other=float("-inf"))
+    top = tl.max(tops, 0)
+    rescale = tl.where(tops > float("-inf"), tl.exp(tops - top), 0.0)
+    total = tl.sum(tl.load(part_stats + _PART_TOTAL, mask=in_row, other=0.0) * rescale, 0)
+    above_floor = tl.sum(
+        tl.load(part_stats + _PART_ABOVE_FLOOR, mask=in_row, other=0.0) * rescale, 0)
+    above_window = tl.sum(
+        tl.load(part_stats + _PART_ABOVE_WINDOW, mask=in_row, other=0.0) * rescale, 0)
+    return top, total, above_floor, above_window
+
+
+@triton.jit
+def _split_top_p_plan(statistics_ptr, window_ptr, hist_ptr, counter_ptr, row, parts, p,
+                      SCRATCH: tl.constexpr, TOP_P_SCRATCH: tl.constexpr, BINS: tl.constexpr,
+                      PARTS: tl.constexpr):
+    # How the split path settles the row: _IN_SCRATCH when the entries its statistics pass
+    # gathered above the floor hold the top-p mass; else _BRACKETED when the guessed window
+    # surely holds the cutoff in bins [first, last] that hold at most SCRATCH survivors (with
+    # the window's low and scale); else _UNSETTLED. Every program of one launch computes the
+    # same plan (sums in another launch's layout may round differently: it reads this one's).
+    top, total, above_floor, above_window = _split_top_p_totals(statistics_ptr, row, parts, PARTS)
+    target = p * total
+    finite = top > float("-inf")
+    in_scratch = finite & (tl.load(counter_ptr + 2 * row) <= TOP_P_SCRATCH) & (
+        above_floor >= target)
+    low = tl.load(window_ptr + 2 * row)
+    width = tl.load(window_ptr + 2 * row + 1)
+    scale = tl.where(width > 0.0, BINS / tl.maximum(width, 1e-30), 0.0)
+    first = tl.zeros((), dtype=tl.int32)
+    last = tl.zeros((), dtype=tl.int32)
+    plan = tl.where(in_scratch, _IN_SCRATCH, _UNSETTLED)
+    if finite & ~in_scratch & (width > 0.0):
+        hist = tl.load(hist_ptr + row * BINS + tl.arange(0, BINS))
+        step = width / BINS
+        if _surely_holds_cutoff(hist, above_window, low, step, top, target, BINS):
+            first, last, held = _pick_bracket(hist, above_window, low, step, top, target, SCRATCH,
+                                              BINS)
+            plan = tl.where(held <= SCRATCH, _BRACKETED, _UNSETTLED)
+    return plan, top, low, scale, first, last
+
+
+@triton.jit
+def _split_top_p_statistics_kernel(
+    logits_ptr,  # [n_rows, vocab_size] fp32 / fp16 / bf16
+    logits_stride,
+    k_ptr,  # [n_rows] int32; read only when TOPK_ENABLED
+    p_ptr,  # [n_rows] fp32
+    statistics_ptr,  # [n_rows, parts, _PART_FIELDS] fp32: written
+    window_ptr,  # [n_rows, 2] fp32: the guessed window's low and width, written
+    hist_ptr,  # [n_rows, WINDOW_BINS] int32, zeroed: the window's counts, added to
+    scratch_ptr,  # [n_rows, TOP_P_SCRATCH] fp32: gathered values
+    ids_ptr,  # [n_rows, TOP_P_SCRATCH] int32: their vocab ids
+    counter_ptr,  # [n_rows, 2] int32, zeroed: how many were gathered (here, and by the bins)
+    vocab_size,
+    SLICE: tl.constexpr,
+    BLOCK: tl.constexpr,
+    TOP_P_SCRATCH: tl.constexpr,
+    WINDOW_BINS: tl.constexpr,
+    GUESS_ENTRIES: tl.constexpr,
+    FLOOR_CHUNKS: tl.constexpr,
+    FLOOR_CHUNK: tl.constexpr,
+    TOPK_ENABLED: tl.constexpr,
+):
+    # Widened: every offset below is per row; row * logits_stride passes 2**31 once B * V does.
+    row = tl.program_id(0).to(tl.int64)
+    part = tl.program_id(1)
+    parts = tl.num_programs(1)
+    p, taken = _split_top_p_row(k_ptr, p_ptr, row, vocab_size, TOPK_ENABLED)
+    if taken:
+        row_ptr = logits_ptr + row * logits_stride
+        mean, spread, finite = _sample_moments(row_ptr, vocab_size, FLOOR_CHUNKS, FLOOR_CHUNK)
+        floor, low, width = _top_p_floor(mean, spread, finite, p, 3 * TOP_P_SCRATCH // 4,
+                                         GUESS_ENTRIES)
+        scale = tl.where(width > 0.0, WINDOW_BINS / tl.maximum(width, 1e-30), 0.0)
+        begin = part * SLICE  # overflow-lint: part * SLICE bounded by vocab_size + SLICE
+        top, total, above_floor, _, _, hist, above_window = _survivor_softmax(
+            row_ptr, scratch_ptr + row * TOP_P_SCRATCH, ids_ptr + row * TOP_P_SCRATCH,
+            counter_ptr + 2 * row, begin, tl.minimum(begin + SLICE, vocab_size),
+            tl.zeros((), dtype=tl.uint32), floor, low, scale, BLOCK, TOP_P_SCRATCH, WINDOW_BINS)
+        part_stats = statistics_ptr + (row * parts + part) * _PART_FIELDS
+        tl.store(part_stats + _PART_TOP, top)
+        tl.store(part_stats + _PART_TOTAL, total)
+        tl.store(part_stats + _PART_ABOVE_FLOOR, above_floor)
+        tl.store(part_stats + _PART_ABOVE_WINDOW, above_window)
+        if scale > 0.0:
+            tl.atomic_add(hist_ptr + row * WINDOW_BINS + tl.arange(0, WINDOW_BINS), hist,
+                          sem="relaxed")
+        if part == 0:
+            tl.store(window_ptr + 2 * row, low)
+            tl.store(window_ptr + 2 * row + 1, width)
+
+
+@triton.jit
+def _split_top_p_gather_kernel(
+    logits_ptr, logits_stride, k_ptr, p_ptr, statistics_ptr, window_ptr, hist_ptr, scratch_ptr,
+    ids_ptr, counter_ptr,
+    above_ptr,  # [n_rows, parts] fp32: the mass above the gathered bins, written
+    plan_ptr,  # [n_rows] int32: the row's plan, written
+    vocab_size,
+    SLICE: tl.constexpr,
+    BLOCK: tl.constexpr,
+    SCRATCH: tl.constexpr,
+    TOP_P_SCRATCH: tl.constexpr,
+    WINDOW_BINS: tl.constexpr,
+    PARTS: tl.constexpr,
+    TOPK_ENABLED: tl.constexpr,
+):
+    # For the rows whose guessed window brackets the cutoff: the survivors of the bracketing
+    # bins in this part of the row into the row's scratch, and the mass above them.
+    # Widened: every offset below is per row; row * logits_stride passes 2**31 once B * V does.
+    row = tl.program_id(0).to(tl.int64)
+    part = tl.program_id(1)
+    parts = tl.num_programs(1)
+    p, taken = _split_top_p_row(k_ptr, p_ptr, row, vocab_size, TOPK_ENABLED)
+    if taken:
+        plan, top, low, scale, first, last = _split_top_p_plan(
+            statistics_ptr, window_ptr, hist_ptr, counter_ptr, row, parts, p, SCRATCH,
+            TOP_P_SCRATCH, WINDOW_BINS, PARTS)
+        if part == 0:
+            tl.store(plan_ptr + row, plan)
+        if plan == _BRACKETED:
+            row_ptr = logits_ptr + row * logits_stride
+            begin = part * SLICE  # overflow-lint: part * SLICE bounded by vocab_size + SLICE
+            above = _gather_bins(
+                row_ptr, scratch_ptr + row * TOP_P_SCRATCH, ids_ptr + row * TOP_P_SCRATCH,
+                counter_ptr + 2 * row + 1, begin, tl.minimum(begin + SLICE, vocab_size),
+                tl.zeros((), dtype=tl.uint32), low, scale, first, last, top, BLOCK, SCRATCH,
+                WINDOW_BINS)
+            tl.store(above_ptr + row * parts + part, above)
+
+
+@triton.jit
+def _split_top_p_cutoff_kernel(
+    k_ptr, p_ptr, statistics_ptr, scratch_ptr, ids_ptr, counter_ptr, above_ptr,
+    plan_ptr,
+    cutoff_ptr,  # [n_rows] int32: the cutoff key (0: the row is not settled here), written
+    kept_ptr,  # [n_rows] int32: survivors scratch holds when it holds all of them, else 0
+    rest_p_ptr,  # [n_rows] fp32: p for the rows left to the persistent kernel, 1 for the others
+    vocab_size,
+    parts,
+    SCRATCH: tl.constexpr,
+    TOP_P_SCRATCH: tl.constexpr,
+    PARTS: tl.constexpr,
+    TOPK_ENABLED: tl.constexpr,
+):
+    # One program a row: the cutoff by a sort of what the row's scratch gathered, checked as
+    # the persistent kernel checks it. Rows it does not settle keep their p in rest_p.
+    # Widened: every offset below is per row, the largest row * TOP_P_SCRATCH (2**31 at 2**20
+    # rows, more than any huge case holds).
+    row = tl.program_id(0).to(tl.int64)  # overflow-lint: row * TOP_P_SCRATCH bounded by n_rows * TOP_P_SCRATCH
+    p, taken = _split_top_p_row(k_ptr, p_ptr, row, vocab_size, TOPK_ENABLED)
+    cutoff = tl.zeros((), dtype=tl.uint32)
+    kept = tl.zeros((), dtype=tl.int32)
+    if taken:
+        top, total, _, _ = _split_top_p_totals(statistics_ptr, row, parts, PARTS)
+        target = p * total
+        plan = tl.load(plan_ptr + row)
+        row_scratch = scratch_ptr + row * TOP_P_SCRATCH
+        row_ids = ids_ptr + row * TOP_P_SCRATCH
+        if plan == _IN_SCRATCH:
+            gathered = tl.load(counter_ptr + 2 * row)
+            prefix, reached = _top_p_cutoff_in_scratch(row_scratch, row_ids, gathered, top,
+                                                       tl.zeros((), dtype=tl.float32), target,
+                                                       TOP_P_SCRATCH)
+            if reached != 0:
+                cutoff = prefix
+                kept = gathered
+        if plan == _BRACKETED:
+            in_bins = tl.load(counter_ptr + 2 * row + 1)
+            lanes = tl.arange(0, PARTS)
+            above = tl.sum(tl.load(above_ptr + row * parts + lanes, mask=lanes < parts, other=0.0),
+                           0)
+            prefix, reached = _top_p_cutoff_in_scratch(row_scratch, row_ids, in_bins, top, above,
+                                                       target, SCRATCH)
+            if (reached != 0) & (above < target) & (in_bins <= SCRATCH):
+                cutoff = prefix
+    tl.store(cutoff_ptr + row, cutoff.to(tl.int32, bitcast=True))
+    tl.store(kept_ptr + row, kept)
+    tl.store(rest_p_ptr + row, tl.where(cutoff > 0, 1.0, p))
+
+
+@triton.jit
+def _split_top_p_mask_kernel(
+    logits_ptr, logits_stride, scratch_ptr, ids_ptr, cutoff_ptr, kept_ptr,
+    vocab_size,
+    mask_value,
+    SLICE: tl.constexpr,
+    BLOCK: tl.constexpr,
+    TOP_P_SCRATCH: tl.constexpr,
+):
+    # This part of each settled row masked below its cutoff.
+    # Widened: every offset below is per row; row * logits_stride passes 2**31 once B * V does.
+    row = tl.program_id(0).to(tl.int64)
+    part = tl.program_id(1)
+    cutoff = tl.load(cutoff_ptr + row).to(tl.uint32, bitcast=True)
+    if cutoff > 0:
+        row_ptr = logits_ptr + row * logits_stride
+        begin = part * SLICE  # overflow-lint: part * SLICE bounded by vocab_size + SLICE
+        _mask_below(row_ptr, scratch_ptr + row * TOP_P_SCRATCH, ids_ptr + row * TOP_P_SCRATCH,
+                    begin, tl.minimum(begin + SLICE, vocab_size), cutoff, tl.load(kept_ptr + row),
+                    mask_value, BLOCK, TOP_P_SCRATCH)
 
 
 def apply_top_k_top_p(
@@ -726,6 +989,7 @@ def apply_top_k_top_p(
     mask_value: float = float("-inf"),
     *,
     num_programs: int | None = None,
+    split_rows: bool | None = None,
     check_values: bool = True,
 ) -> torch.Tensor:
     """Mask ``logits [B, V]`` in place to the per-row top-k, then top-p, and return it.
@@ -734,15 +998,21 @@ def apply_top_k_top_p(
 
     ``k``: int32 ``[B]`` (>= 1; ``k >= V`` keeps the whole row) or None. ``p``: fp32 ``[B]`` in
     ``(0, 1]`` (1 keeps the whole row) or None. ``num_programs`` sets the persistent grid;
-    by default it fills the device. ``check_values=False`` skips the range checks of k and p,
-    which read them back to the host (a synchronisation); out-of-range values can then give
-    wrong masks but never an out-of-bounds access.
+    by default it fills the device. ``split_rows`` says whether rows with top-p alone take
+    the split path (their rows cut into parts, each its own program); by default they do
+    when ``k`` is None and the rows are too few to fill the device (twice as many
+    multiprocessors as rows; in the interpreter, up to two rows). Pass True for a batch
+    with a ``k`` table whose rows mostly have top-p alone. ``check_values=False`` skips the range checks of k and
+    p, which read them back to the host (a synchronisation); out-of-range values can then
+    give wrong masks but never an out-of-bounds access.
     """
     check_logits(logits, "logits", dtypes=LOGITS_DTYPES)
     n_rows, vocab_size = logits.shape
     check_real(mask_value, "mask_value")
     if num_programs is not None:
         check_int(num_programs, "num_programs", 1)
+    if split_rows is not None:
+        check_flag(split_rows, "split_rows")
     if k is not None:
         check_table(k, "k", n_rows, logits.device, (torch.int32, ))
         if check_values and n_rows and bool((k < 1).any()):
@@ -754,6 +1024,8 @@ def apply_top_k_top_p(
             raise ValueError(f"p must lie in (0, 1] in every row; got {bad}")
     if n_rows == 0 or vocab_size == 0 or (k is None and p is None):
         return logits
+    if _splits_rows(logits.device, n_rows, vocab_size, k, p, split_rows):
+        p = _split_top_p(logits, k, p, float(mask_value))
     programs = persistent_programs(logits.device, n_rows, num_programs)
     launch = {"BLOCK": _BLOCK, "num_warps": _UNSHARED_NUM_WARPS}
     if logits.device.type == "cuda":
@@ -787,3 +1059,70 @@ def apply_top_k_top_p(
         **launch,
     )
     return logits
+
+
+def _splits_rows(device, n_rows, vocab_size, k, p, requested):
+    """Whether the top-p-alone rows take the split path: asked for, or left to the default;
+    never where top-p gathers whole rows (V <= SCRATCH)."""
+    if p is None or vocab_size <= SCRATCH:
+        return False
+    if requested is not None:
+        return requested
+    if k is not None:
+        return False  # its launches would cost rows that top-k settles more than they gain
+    if device.type == "cuda":
+        return 2 * n_rows <= multiprocessors(device)
+    return n_rows <= 2
+
+
+def _split_parts(device, n_rows, vocab_size):
+    """Parts each row of the split top-p path is cut into, and their length (whole blocks)."""
+    blocks = triton.cdiv(vocab_size, _SPLIT_BLOCK)
+    if device.type == "cuda":
+        wanted = triton.cdiv(_SPLIT_PROGRAMS_PER_MULTIPROCESSOR * multiprocessors(device), n_rows)
+    else:
+        wanted = 4  # the interpreter: a few parts, so that short rows split too
+    length = triton.cdiv(blocks, min(max(wanted, 1), blocks)) * _SPLIT_BLOCK
+    return triton.cdiv(vocab_size, length), length
+
+
+
+def _split_top_p(logits, k, p, mask_value):
+    """Settle the top-p-alone rows (k absent or >= V) by the split path; return the p that the
+    persistent kernel still applies: 1 where the split path masked the row, p elsewhere."""
+    n_rows, vocab_size = logits.shape
+    device = logits.device
+    parts, length = _split_parts(device, n_rows, vocab_size)
+    padded_parts = triton.next_power_of_2(parts)
+    statistics = torch.empty((n_rows, parts, int(_PART_FIELDS)), dtype=torch.float32,
+                             device=device)
+    window = torch.empty((n_rows, 2), dtype=torch.float32, device=device)
+    hist = torch.zeros((n_rows, _WINDOW_BINS), dtype=torch.int32, device=device)
+    scratch = torch.empty((n_rows, TOP_P_SCRATCH), dtype=torch.float32, device=device)
+    ids = torch.empty((n_rows, TOP_P_SCRATCH), dtype=torch.int32, device=device)
+    counters = torch.zeros((n_rows, 2), dtype=torch.int32, device=device)
+    above = torch.empty((n_rows, parts), dtype=torch.float32, device=device)
+    plans = torch.empty((n_rows, ), dtype=torch.int32, device=device)
+    cutoffs = torch.empty((n_rows, ), dtype=torch.int32, device=device)
+    kept = torch.empty((n_rows, ), dtype=torch.int32, device=device)
+    rest_p = torch.empty_like(p)
+    k_table = k if k is not None else p
+    split = {"SLICE": length, "BLOCK": _SPLIT_BLOCK, "num_warps": _SPLIT_NUM_WARPS}
+    _split_top_p_statistics_kernel[(n_rows, parts)](
+        logits, logits.stride(0), k_table, p, statistics, window, hist, scratch, ids, counters,
+        vocab_size, TOP_P_SCRATCH=TOP_P_SCRATCH, WINDOW_BINS=_WINDOW_BINS,
+        GUESS_ENTRIES=_GUESS_ENTRIES, FLOOR_CHUNKS=8, FLOOR_CHUNK=1024,
+        TOPK_ENABLED=k is not None, **split)
+    _split_top_p_gather_kernel[(n_rows, parts)](
+        logits, logits.stride(0), k_table, p, statistics, window, hist, scratch, ids, counters,
+        above, plans, vocab_size, SCRATCH=SCRATCH, TOP_P_SCRATCH=TOP_P_SCRATCH,
+        WINDOW_BINS=_WINDOW_BINS, PARTS=padded_parts, TOPK_ENABLED=k is not None, **split)
+    _split_top_p_cutoff_kernel[(n_rows, )](
+        k_table, p, statistics, scratch, ids, counters, above, plans, cutoffs, kept, rest_p,
+        vocab_size, parts, SCRATCH=SCRATCH, TOP_P_SCRATCH=TOP_P_SCRATCH, PARTS=padded_parts,
+        TOPK_ENABLED=k is not None,
+        num_warps=_SPLIT_SORT_NUM_WARPS)
+    _split_top_p_mask_kernel[(n_rows, parts)](
+        logits, logits.stride(0), scratch, ids, cutoffs, kept, vocab_size, mask_value,
+        TOP_P_SCRATCH=TOP_P_SCRATCH, **split)
+    return rest_p

@@ -22,7 +22,8 @@ def top_k_top_p_cases(draw):
     k = draw(st.none() | st.lists(top_k_values(spec.vocab), min_size=spec.rows, max_size=spec.rows))
     p = draw(st.none() | st.lists(top_p_values(), min_size=spec.rows, max_size=spec.rows))
     programs = draw(st.sampled_from((None, 1, 2)))
-    return spec, k, p, programs
+    split_rows = draw(st.sampled_from((None, False, True)))
+    return spec, k, p, programs, split_rows
 
 
 def _inputs(spec, k, p, device):
@@ -41,18 +42,20 @@ def _check_rows(out, before, k, p, what):
 @pytest.mark.correctness
 @pytest.mark.covers(kernel=KERNEL, detector="correctness")
 @given(case=top_k_top_p_cases())
-@example(case=(LogitsSpec(1, 1, 0, "normal", 0), [1], [0.5], None))
-@example(case=(LogitsSpec(3, 4097, 37, "ties", 1), [1, 4097, 5000], None, 2))
-@example(case=(LogitsSpec(2, 5003, 0, "some -inf", 2), None, [0.9, 1e-6], None))
-@example(case=(LogitsSpec(2, 1000, 1, "all -inf rows", 3), [5, 5], [0.3, 0.3], 1))
-@example(case=(LogitsSpec(2, 2049, 0, "normal", 4), [SCRATCH + 1, 3], [0.95, 0.95], None))
-@example(case=(LogitsSpec(2, 8193, 1, "wide", 5, torch.bfloat16), None, [0.9, 0.999], 1))
+@example(case=(LogitsSpec(1, 1, 0, "normal", 0), [1], [0.5], None, None))
+@example(case=(LogitsSpec(3, 4097, 37, "ties", 1), [1, 4097, 5000], None, 2, None))
+@example(case=(LogitsSpec(2, 5003, 0, "some -inf", 2), None, [0.9, 1e-6], None, True))
+@example(case=(LogitsSpec(2, 1000, 1, "all -inf rows", 3), [5, 5], [0.3, 0.3], 1, None))
+@example(case=(LogitsSpec(2, 2049, 0, "normal", 4), [SCRATCH + 1, 3], [0.95, 0.95], None, True))
+@example(case=(LogitsSpec(2, 8193, 1, "wide", 5, torch.bfloat16), None, [0.9, 0.999], 1, False))
+@example(case=(LogitsSpec(3, 8193, 0, "normal", 6), [8193, 8193, 7], [0.9, 1.0, 0.9], None, True))
+@example(case=(LogitsSpec(2, 4097, 0, "all -inf rows", 7), None, [0.9, 0.9], None, True))
 def test_matches_reference(case, device):
     """Every row equals the sort-based reference (top-p cutoffs within fp32 mass rounding)."""
-    spec, k, p, programs = case
+    spec, k, p, programs, split_rows = case
     logits, k, p = _inputs(spec, k, p, device)
     before = logits.clone()
-    returned = apply_top_k_top_p(logits, k, p, num_programs=programs)
+    returned = apply_top_k_top_p(logits, k, p, num_programs=programs, split_rows=split_rows)
     assert returned is logits
     _check_rows(logits, before, k, p, "kernel")
 
@@ -62,14 +65,14 @@ def test_matches_reference(case, device):
 @given(case=top_k_top_p_cases())
 def test_copied_row_matches_row_zero(case, device):
     """Row 0 copied into the last row (same k and p) gives the last row row 0's output."""
-    spec, k, p, programs = case
+    spec, k, p, programs, split_rows = case
     spec = LogitsSpec(max(spec.rows, 2), spec.vocab, spec.row_padding, spec.kind, spec.seed,
                       spec.dtype)
     logits, _, _ = _inputs(spec, None, None, device)
     logits[-1] = logits[0]
     k = None if k is None else torch.full((spec.rows, ), k[0], dtype=torch.int32, device=device)
     p = None if p is None else torch.full((spec.rows, ), p[0], dtype=torch.float32, device=device)
-    apply_top_k_top_p(logits, k, p, num_programs=programs)
+    apply_top_k_top_p(logits, k, p, num_programs=programs, split_rows=split_rows)
     assert torch.equal(logits[-1], logits[0])
 
 
@@ -96,9 +99,11 @@ def test_top_p_past_the_gathered_top_entries(device):
     generator = torch.Generator().manual_seed(0)
     values = torch.randn(2, 8193, generator=generator)
     values[torch.rand(2, 8193, generator=generator) < 0.3] = -5.0
-    logits = values.clone().to(device)
-    apply_top_k_top_p(logits, None, torch.full((2, ), 0.9, device=device), num_programs=1)
-    _check_rows(logits, values, None, [0.9, 0.9], "bimodal")
+    for split_rows in (False, True):
+        logits = values.clone().to(device)
+        apply_top_k_top_p(logits, None, torch.full((2, ), 0.9, device=device), num_programs=1,
+                          split_rows=split_rows)
+        _check_rows(logits, values, None, [0.9, 0.9], f"bimodal, split_rows={split_rows}")
 
 
 def _sampled_runs(vocab):
@@ -140,11 +145,37 @@ def test_flat_rows_settle_from_the_guessed_window(device, monkeypatch):
                 and model_holds == ("_window_histogram" not in passes)), passes
 
 
+@pytest.mark.correctness
+def test_split_rows_settle_normal_rows_themselves(device, monkeypatch):
+    """The split path settles normal rows, flat and peaked, without the persistent kernel's
+    top-p passes; a row the Gaussian model misjudges (the sampled runs 1.0 below the rest)
+    is left to them, and is exact all the same."""
+    if device.type != "cpu":
+        pytest.skip("counts the kernel's top-p passes, which only the interpreter runs as "
+                    "Python calls")
+    calls = []
+    def counted(*args, _helper=kernel_module._top_p_cutoff_bracketed, **kwargs):
+        calls.append(1)
+        return _helper.fn(*args, **kwargs)
+    monkeypatch.setattr(kernel_module, "_top_p_cutoff_bracketed", counted)
+    generator = torch.Generator().manual_seed(1)
+    vocab = 32768
+    normal = torch.randn(1, vocab, generator=generator)
+    misjudged = normal + 1.0 * ~_sampled_runs(vocab)
+    for values, what, settled in ((normal, "flat", True), (normal * 4, "peaked", True),
+                                  (misjudged, "misjudged", False)):
+        logits = values.clone()
+        calls.clear()
+        apply_top_k_top_p(logits, None, torch.tensor([0.9]), split_rows=True)
+        _check_rows(logits, values, None, [0.9], what)
+        assert settled == (not calls), (what, len(calls))
+
+
 def _valid(device):
     return dict(logits=torch.zeros(2, 8, device=device),
                 k=torch.ones(2, dtype=torch.int32, device=device),
                 p=torch.full((2, ), 0.5, device=device), mask_value=float("-inf"),
-                num_programs=None)
+                num_programs=None, split_rows=None)
 
 
 def _strided(t):
@@ -175,6 +206,7 @@ BAD_ARGUMENTS = {
     "mask_value bool": ("mask_value", lambda v: False, "real number"),
     "num_programs zero": ("num_programs", lambda n: 0, ">= 1"),
     "num_programs float": ("num_programs", lambda n: 2.0, "must be an int"),
+    "split_rows int": ("split_rows", lambda s: 1, "must be a bool"),
 }
 # Bools are ints to Python; a bool where an int is expected is refused all the same.
 BOOLS_AS_INTS = ("num_programs", )

@@ -4,11 +4,18 @@ entries."""
 
 import torch
 
+from kernels import topk_topp
 from reference.topk_topp import assert_valid_mask
 from triton_overflow.bench import Benchmark
 from triton_overflow import CompileSpec, RowsCase
 
 _TYPES = {"k_ptr": "*i32", "ids_ptr": "*i32", "counter_ptr": "*i32", "mask_value": "fp32"}
+_SPLIT_TYPES = {**_TYPES, "p_ptr": "*fp32", "statistics_ptr": "*fp32", "window_ptr": "*fp32",
+                "hist_ptr": "*i32", "scratch_ptr": "*fp32", "above_ptr": "*fp32",
+                "plan_ptr": "*i32", "cutoff_ptr": "*i32", "kept_ptr": "*i32",
+                "rest_p_ptr": "*fp32"}
+_SPLIT_CONSTANTS = {"SLICE": 16384, "BLOCK": 2048, "TOP_P_SCRATCH": 2048, "WINDOW_BINS": 128,
+                    "PARTS": 16}
 
 
 class TopKTopPCase(RowsCase):
@@ -26,10 +33,13 @@ class TopKTopPCase(RowsCase):
         return {"k": k,
                 "p": torch.full((run.rows, ), self.top_p, dtype=torch.float32, device=run.device)}
 
+    split_rows = False  # the persistent kernel alone
+
     def launch(self, kernels, logits, run, *, k, p):
         # One persistent program per row in the interpreter, so program id == row.
         programs = run.rows if run.interpreted else None
-        return kernels.apply_top_k_top_p(logits, k, p, num_programs=programs)
+        return kernels.apply_top_k_top_p(logits, k, p, num_programs=programs,
+                                         split_rows=self.split_rows)
 
     def check_row(self, actual, values, row, what, **inputs):
         assert_valid_mask(values, actual, self.top_k, self.top_p, what=what)
@@ -41,6 +51,19 @@ class TopPCase(TopKTopPCase):
 
     name = "apply_top_k_top_p (top-p alone)"
     top_k = None
+
+
+class TopPSplitCase(TopPCase):
+    """Top-p alone on normal rows by the split path: the statistics pass over parts of each
+    row, the gather of the bracketing bins, the sort a row, the masking of each part."""
+
+    name = "apply_top_k_top_p (top-p alone, split rows)"
+    split_rows = True
+
+    def extra_bytes(self, run):
+        # Scratch rows of values and ids, the window histogram, and (within 4 KiB a row) the
+        # per-part statistics and per-row results.
+        return run.rows * (8 * topk_topp.TOP_P_SCRATCH + 4 * 128 + 4096)
 
 
 class TopPTiesCase(TopPCase):
@@ -58,10 +81,22 @@ class TopPTiesCase(TopPCase):
 
 TOP_K_TOP_P = TopKTopPCase()
 TOP_P = TopPCase()
+TOP_P_SPLIT = TopPSplitCase()
 TOP_P_TIES = TopPTiesCase()
-CASES = [TOP_K_TOP_P, TOP_P, TOP_P_TIES]
+# The split case second: the mutants of the split kernels pass the first case (no split).
+CASES = [TOP_K_TOP_P, TOP_P_SPLIT, TOP_P, TOP_P_TIES]
 # The launch shapes: programs sharing multiprocessors (2048-entry steps, 8 warps), and one each
 # (16 warps).
+def _split_spec(name, warps):
+    """The compile spec of one kernel of the split top-p path."""
+    kernel = f"_split_top_p_{name}_kernel"
+    arguments = set(getattr(topk_topp, kernel).arg_names)
+    return CompileSpec(f"kernels.topk_topp:{kernel}",
+                       {a: t for a, t in _SPLIT_TYPES.items() if a in arguments},
+                       {a: c for a, c in _SPLIT_CONSTANTS.items() if a in arguments},
+                       num_warps=warps, label=f"topk_topp split {name}")
+
+
 COMPILE_SPECS = [
     CompileSpec("kernels.topk_topp:_top_k_top_p_kernel", _TYPES, {"BLOCK": 2048}, num_warps=8,
                 label="topk_topp"),
@@ -69,7 +104,8 @@ COMPILE_SPECS = [
                 num_warps=16, label="topk_topp top-k only"),
     CompileSpec("kernels.topk_topp:_top_k_top_p_kernel", _TYPES, {"TOPK_ENABLED": False},
                 num_warps=16, label="topk_topp top-p only"),
-]
+] + [_split_spec(name, warps)
+     for name, warps in (("statistics", 4), ("gather", 4), ("cutoff", 8), ("mask", 4))]
 
 
 # Per-row (k, p) of the mixed batch, repeated down the rows: top-k only, top-p only, both,
