@@ -48,8 +48,8 @@ Passes over the logits (each streaming loop loads its next block before working 
   descent takes over: one pass per 4-bit digit of a radix descent on probability mass, eight
   in all. The last pass reads the row and writes mask_value below the cutoff.
 
-Top-p alone on few rows (the split path: by default with no k table and fewer than half as
-many rows as multiprocessors) cuts each row into parts, one program each, so that a small batch fills the device:
+Top-p alone on few rows (the split path: by default with no k table and at most half as many
+rows as multiprocessors) cuts each row into parts, one program each, so that a small batch fills the device:
 four launches over (row, part) or row. (1) The sample, then the softmax statistics of the part
 with the gather above the floor (into a scratch row of its row's) and the histogram of the
 guessed window (added to its row's). (2) Each program combines its row's statistics; where
@@ -58,7 +58,7 @@ the cutoff in at most SCRATCH survivors, it gathers those of its part, with the 
 them. (3) One program a row sorts what its row gathered and checks the cutoff as above. (4)
 Each part is masked as in the last pass above. The persistent kernel then takes the rows the
 split path did not settle (a misjudged window, ties, a gather that misses), from the start:
-one read more than on its own. Flat rows: three reads and a write; peaked rows: one read and
+one read more than on its own (three when a gathered bracket fails its check). Flat rows: three reads and a write; peaked rows: one read and
 a write (the gather of step 2 finds nothing to do).
 
 Programs are persistent over the rows, one row at a time. When there are more programs than
@@ -833,14 +833,14 @@ def _split_top_p_statistics_kernel(
     ids_ptr,  # [n_rows, TOP_P_SCRATCH] int32: their vocab ids
     counter_ptr,  # [n_rows, 2] int32, zeroed: how many were gathered (here, and by the bins)
     vocab_size,
-    SLICE: tl.constexpr,
-    BLOCK: tl.constexpr,
-    TOP_P_SCRATCH: tl.constexpr,
-    WINDOW_BINS: tl.constexpr,
-    GUESS_ENTRIES: tl.constexpr,
-    FLOOR_CHUNKS: tl.constexpr,
-    FLOOR_CHUNK: tl.constexpr,
-    TOPK_ENABLED: tl.constexpr,
+    part_length,  # vocab entries of each part (the last one's may be fewer)
+    BLOCK: tl.constexpr = 2048,
+    TOP_P_SCRATCH: tl.constexpr = 2048,
+    WINDOW_BINS: tl.constexpr = 128,
+    GUESS_ENTRIES: tl.constexpr = 16384,
+    FLOOR_CHUNKS: tl.constexpr = 8,
+    FLOOR_CHUNK: tl.constexpr = 1024,
+    TOPK_ENABLED: tl.constexpr = False,
 ):
     # Widened: every offset below is per row; row * logits_stride passes 2**31 once B * V does.
     row = tl.program_id(0).to(tl.int64)
@@ -853,10 +853,10 @@ def _split_top_p_statistics_kernel(
         floor, low, width = _top_p_floor(mean, spread, finite, p, 3 * TOP_P_SCRATCH // 4,
                                          GUESS_ENTRIES)
         scale = tl.where(width > 0.0, WINDOW_BINS / tl.maximum(width, 1e-30), 0.0)
-        begin = part * SLICE  # overflow-lint: part * SLICE bounded by vocab_size + SLICE
+        begin = part * part_length  # overflow-lint: part * part_length bounded by vocab_size + part_length
         top, total, above_floor, _, _, hist, above_window = _survivor_softmax(
             row_ptr, scratch_ptr + row * TOP_P_SCRATCH, ids_ptr + row * TOP_P_SCRATCH,
-            counter_ptr + 2 * row, begin, tl.minimum(begin + SLICE, vocab_size),
+            counter_ptr + 2 * row, begin, tl.minimum(begin + part_length, vocab_size),
             tl.zeros((), dtype=tl.uint32), floor, low, scale, BLOCK, TOP_P_SCRATCH, WINDOW_BINS)
         part_stats = statistics_ptr + (row * parts + part) * _PART_FIELDS
         tl.store(part_stats + _PART_TOP, top)
@@ -878,13 +878,13 @@ def _split_top_p_gather_kernel(
     above_ptr,  # [n_rows, parts] fp32: the mass above the gathered bins, written
     plan_ptr,  # [n_rows] int32: the row's plan, written
     vocab_size,
-    SLICE: tl.constexpr,
-    BLOCK: tl.constexpr,
-    SCRATCH: tl.constexpr,
-    TOP_P_SCRATCH: tl.constexpr,
-    WINDOW_BINS: tl.constexpr,
-    PARTS: tl.constexpr,
-    TOPK_ENABLED: tl.constexpr,
+    part_length,
+    BLOCK: tl.constexpr = 2048,
+    SCRATCH: tl.constexpr = 1024,
+    TOP_P_SCRATCH: tl.constexpr = 2048,
+    WINDOW_BINS: tl.constexpr = 128,
+    PARTS: tl.constexpr = 128,
+    TOPK_ENABLED: tl.constexpr = False,
 ):
     # For the rows whose guessed window brackets the cutoff: the survivors of the bracketing
     # bins in this part of the row into the row's scratch, and the mass above them.
@@ -901,10 +901,10 @@ def _split_top_p_gather_kernel(
             tl.store(plan_ptr + row, plan)
         if plan == _BRACKETED:
             row_ptr = logits_ptr + row * logits_stride
-            begin = part * SLICE  # overflow-lint: part * SLICE bounded by vocab_size + SLICE
+            begin = part * part_length  # overflow-lint: part * part_length bounded by vocab_size + part_length
             above = _gather_bins(
                 row_ptr, scratch_ptr + row * TOP_P_SCRATCH, ids_ptr + row * TOP_P_SCRATCH,
-                counter_ptr + 2 * row + 1, begin, tl.minimum(begin + SLICE, vocab_size),
+                counter_ptr + 2 * row + 1, begin, tl.minimum(begin + part_length, vocab_size),
                 tl.zeros((), dtype=tl.uint32), low, scale, first, last, top, BLOCK, SCRATCH,
                 WINDOW_BINS)
             tl.store(above_ptr + row * parts + part, above)
@@ -919,16 +919,17 @@ def _split_top_p_cutoff_kernel(
     rest_p_ptr,  # [n_rows] fp32: p for the rows left to the persistent kernel, 1 for the others
     vocab_size,
     parts,
-    SCRATCH: tl.constexpr,
-    TOP_P_SCRATCH: tl.constexpr,
-    PARTS: tl.constexpr,
-    TOPK_ENABLED: tl.constexpr,
+    SCRATCH: tl.constexpr = 1024,
+    TOP_P_SCRATCH: tl.constexpr = 2048,
+    PARTS: tl.constexpr = 128,
+    TOPK_ENABLED: tl.constexpr = False,
 ):
     # One program a row: the cutoff by a sort of what the row's scratch gathered, checked as
     # the persistent kernel checks it. Rows it does not settle keep their p in rest_p.
-    # Widened: every offset below is per row, the largest row * TOP_P_SCRATCH (2**31 at 2**20
-    # rows, more than any huge case holds).
-    row = tl.program_id(0).to(tl.int64)  # overflow-lint: row * TOP_P_SCRATCH bounded by n_rows * TOP_P_SCRATCH
+    # Widened: every offset below is per row, the largest row * TOP_P_SCRATCH. It passes 2**31
+    # only past 2**20 rows, which no huge case holds: the marker exempts this widening from the
+    # mutant test, not the product from the static check.
+    row = tl.program_id(0).to(tl.int64)  # overflow-lint: row * TOP_P_SCRATCH bounded by n_rows * TOP_P_SCRATCH, below 2**31 up to 2**20 rows
     p, taken = _split_top_p_row(k_ptr, p_ptr, row, vocab_size, TOPK_ENABLED)
     cutoff = tl.zeros((), dtype=tl.uint32)
     kept = tl.zeros((), dtype=tl.int32)
@@ -964,10 +965,10 @@ def _split_top_p_cutoff_kernel(
 def _split_top_p_mask_kernel(
     logits_ptr, logits_stride, scratch_ptr, ids_ptr, cutoff_ptr, kept_ptr,
     vocab_size,
+    part_length,
     mask_value,
-    SLICE: tl.constexpr,
-    BLOCK: tl.constexpr,
-    TOP_P_SCRATCH: tl.constexpr,
+    BLOCK: tl.constexpr = 2048,
+    TOP_P_SCRATCH: tl.constexpr = 2048,
 ):
     # This part of each settled row masked below its cutoff.
     # Widened: every offset below is per row; row * logits_stride passes 2**31 once B * V does.
@@ -976,9 +977,9 @@ def _split_top_p_mask_kernel(
     cutoff = tl.load(cutoff_ptr + row).to(tl.uint32, bitcast=True)
     if cutoff > 0:
         row_ptr = logits_ptr + row * logits_stride
-        begin = part * SLICE  # overflow-lint: part * SLICE bounded by vocab_size + SLICE
+        begin = part * part_length  # overflow-lint: part * part_length bounded by vocab_size + part_length
         _mask_below(row_ptr, scratch_ptr + row * TOP_P_SCRATCH, ids_ptr + row * TOP_P_SCRATCH,
-                    begin, tl.minimum(begin + SLICE, vocab_size), cutoff, tl.load(kept_ptr + row),
+                    begin, tl.minimum(begin + part_length, vocab_size), cutoff, tl.load(kept_ptr + row),
                     mask_value, BLOCK, TOP_P_SCRATCH)
 
 
@@ -1000,9 +1001,10 @@ def apply_top_k_top_p(
     ``(0, 1]`` (1 keeps the whole row) or None. ``num_programs`` sets the persistent grid;
     by default it fills the device. ``split_rows`` says whether rows with top-p alone take
     the split path (their rows cut into parts, each its own program); by default they do
-    when ``k`` is None and the rows are too few to fill the device (twice as many
+    when ``k`` is None and the rows are too few to fill the device (at least twice as many
     multiprocessors as rows; in the interpreter, up to two rows). Pass True for a batch
-    with a ``k`` table whose rows mostly have top-p alone. ``check_values=False`` skips the range checks of k and
+    with a ``k`` table whose rows mostly have top-p alone. Rows of at most SCRATCH entries
+    never split: top-p gathers them whole. ``check_values=False`` skips the range checks of k and
     p, which read them back to the host (a synchronisation); out-of-range values can then
     give wrong masks but never an out-of-bounds access.
     """
@@ -1093,7 +1095,9 @@ def _split_top_p(logits, k, p, mask_value):
     n_rows, vocab_size = logits.shape
     device = logits.device
     parts, length = _split_parts(device, n_rows, vocab_size)
-    padded_parts = triton.next_power_of_2(parts)
+    # Lanes for the most parts a row of this vocabulary can have, so that one compile serves
+    # every batch size.
+    padded_parts = triton.next_power_of_2(triton.cdiv(vocab_size, _SPLIT_BLOCK))
     statistics = torch.empty((n_rows, parts, int(_PART_FIELDS)), dtype=torch.float32,
                              device=device)
     window = torch.empty((n_rows, 2), dtype=torch.float32, device=device)
@@ -1107,15 +1111,15 @@ def _split_top_p(logits, k, p, mask_value):
     kept = torch.empty((n_rows, ), dtype=torch.int32, device=device)
     rest_p = torch.empty_like(p)
     k_table = k if k is not None else p
-    split = {"SLICE": length, "BLOCK": _SPLIT_BLOCK, "num_warps": _SPLIT_NUM_WARPS}
+    split = {"BLOCK": _SPLIT_BLOCK, "num_warps": _SPLIT_NUM_WARPS}
     _split_top_p_statistics_kernel[(n_rows, parts)](
         logits, logits.stride(0), k_table, p, statistics, window, hist, scratch, ids, counters,
-        vocab_size, TOP_P_SCRATCH=TOP_P_SCRATCH, WINDOW_BINS=_WINDOW_BINS,
+        vocab_size, length, TOP_P_SCRATCH=TOP_P_SCRATCH, WINDOW_BINS=_WINDOW_BINS,
         GUESS_ENTRIES=_GUESS_ENTRIES, FLOOR_CHUNKS=8, FLOOR_CHUNK=1024,
         TOPK_ENABLED=k is not None, **split)
     _split_top_p_gather_kernel[(n_rows, parts)](
         logits, logits.stride(0), k_table, p, statistics, window, hist, scratch, ids, counters,
-        above, plans, vocab_size, SCRATCH=SCRATCH, TOP_P_SCRATCH=TOP_P_SCRATCH,
+        above, plans, vocab_size, length, SCRATCH=SCRATCH, TOP_P_SCRATCH=TOP_P_SCRATCH,
         WINDOW_BINS=_WINDOW_BINS, PARTS=padded_parts, TOPK_ENABLED=k is not None, **split)
     _split_top_p_cutoff_kernel[(n_rows, )](
         k_table, p, statistics, scratch, ids, counters, above, plans, cutoffs, kept, rest_p,
@@ -1123,6 +1127,6 @@ def _split_top_p(logits, k, p, mask_value):
         TOPK_ENABLED=k is not None,
         num_warps=_SPLIT_SORT_NUM_WARPS)
     _split_top_p_mask_kernel[(n_rows, parts)](
-        logits, logits.stride(0), scratch, ids, cutoffs, kept, vocab_size, mask_value,
+        logits, logits.stride(0), scratch, ids, cutoffs, kept, vocab_size, length, mask_value,
         TOP_P_SCRATCH=TOP_P_SCRATCH, **split)
     return rest_p

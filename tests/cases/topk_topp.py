@@ -10,12 +10,11 @@ from triton_overflow.bench import Benchmark
 from triton_overflow import CompileSpec, RowsCase
 
 _TYPES = {"k_ptr": "*i32", "ids_ptr": "*i32", "counter_ptr": "*i32", "mask_value": "fp32"}
-_SPLIT_TYPES = {**_TYPES, "p_ptr": "*fp32", "statistics_ptr": "*fp32", "window_ptr": "*fp32",
-                "hist_ptr": "*i32", "scratch_ptr": "*fp32", "above_ptr": "*fp32",
-                "plan_ptr": "*i32", "cutoff_ptr": "*i32", "kept_ptr": "*i32",
-                "rest_p_ptr": "*fp32"}
-_SPLIT_CONSTANTS = {"SLICE": 16384, "BLOCK": 2048, "TOP_P_SCRATCH": 2048, "WINDOW_BINS": 128,
-                    "PARTS": 16}
+# The split kernels as the default launch makes them: no k table (p stands in for it).
+_SPLIT_TYPES = {**_TYPES, "k_ptr": "*fp32", "p_ptr": "*fp32", "statistics_ptr": "*fp32",
+                "window_ptr": "*fp32", "hist_ptr": "*i32", "scratch_ptr": "*fp32",
+                "above_ptr": "*fp32", "plan_ptr": "*i32", "cutoff_ptr": "*i32",
+                "kept_ptr": "*i32", "rest_p_ptr": "*fp32"}
 
 
 class TopKTopPCase(RowsCase):
@@ -93,7 +92,6 @@ def _split_spec(name, warps):
     arguments = set(getattr(topk_topp, kernel).arg_names)
     return CompileSpec(f"kernels.topk_topp:{kernel}",
                        {a: t for a, t in _SPLIT_TYPES.items() if a in arguments},
-                       {a: c for a, c in _SPLIT_CONSTANTS.items() if a in arguments},
                        num_warps=warps, label=f"topk_topp split {name}")
 
 
