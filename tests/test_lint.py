@@ -40,9 +40,10 @@ def findings(output):
 
 
 def test_every_planted_product_is_flagged_at_its_line():
-    """Program ids, loaded indices, loop variables, helpers, late widening, autotune and
-    heuristics stacks, loop- and branch-carried offsets, a flag whose default is False,
-    pointers without a _ptr suffix, Inductor-style names, loaded loop bounds, int32 strides."""
+    """Program ids, loaded indices, loop variables, helpers (one returning a tuple of pointers
+    among them), late widening, autotune and heuristics stacks, loop- and branch-carried
+    offsets, a flag whose default is False, pointers without a _ptr suffix, Inductor-style
+    names, loaded loop bounds, int32 strides."""
     done = run_lint(PLANTED / "overflowing.py")
     assert done.returncode == 1, done.stdout + done.stderr
     assert findings(done.stdout) == planted_lines(PLANTED / "overflowing.py"), done.stdout

@@ -147,3 +147,17 @@ def atomic_slot_kernel(x_ptr, out_ptr, counter_ptr, stride, BLOCK: tl.constexpr 
     x = tl.exp(tl.load(x_ptr + tl.arange(0, BLOCK)))
     slot = tl.atomic_add(counter_ptr + row + 0 * tl.arange(0, BLOCK), 1, mask=x > 1.0)
     tl.store(out_ptr + row * stride + slot, x, mask=x > 1.0)  # <- wraps
+
+
+@triton.jit
+def _row_pointers(x_ptr, out_ptr, stride):
+    row = tl.program_id(0)
+    return row, x_ptr + row * stride, out_ptr + row * stride  # <- wraps
+
+
+@triton.jit
+def tuple_returning_helper_kernel(x_ptr, out_ptr, stride, BLOCK: tl.constexpr = 128):
+    # A helper hands back the row and its pointers in one tuple, as split kernels do.
+    row, row_x, row_out = _row_pointers(x_ptr, out_ptr, stride)
+    offs = tl.arange(0, BLOCK)
+    tl.store(row_out + offs, tl.load(row_x + offs) * 2.0, mask=offs < row + BLOCK)

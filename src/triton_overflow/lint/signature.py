@@ -40,6 +40,17 @@ _INT_CALLS = {"histogram", "rand", "randint", "randn", "randint4x", "rand4x", "r
 _INT_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 MAX_COMBINATIONS = 16
 BLOCK_DEFAULT = 128
+class _Element(ast.expr):
+    """The ``index``-th value of ``value`` (a call returning a tuple) where a tuple assignment
+    unpacks it; walked as ``value`` itself by code that does not look for it."""
+
+    _fields = ("value", )
+
+    def __init__(self, value, index):
+        super().__init__(value=value)
+        self.index = index
+
+
 POINTER = "<pointer>"  # in a variant: the parameter stays a pointer (not None)
 
 
@@ -212,8 +223,11 @@ class _Usage:
         if isinstance(target, ast.Name):
             self.assigned.setdefault(target.id, []).append(value)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            for element in target.elts:
-                self._assign(element, value)
+            for index, element in enumerate(target.elts):
+                if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                    self._assign(element, value.elts[index])
+                else:
+                    self._assign(element, _Element(value, index))
 
     def bases(self, expression, seen=None):
         """Parameters that can be the base of ``expression`` used as an address."""
@@ -235,6 +249,13 @@ class _Usage:
             return found
         if isinstance(node, ast.Subscript):
             return self.bases(node.value, seen)
+        if isinstance(node, _Element):
+            helper = self._helper(node.value) if isinstance(node.value, ast.Call) else None
+            if helper is not None:
+                return self._helper_return_bases(node.value, helper, seen, node.index)
+            return self.bases(node.value, seen)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return set().union(*(self.bases(element, seen) for element in node.elts))
         if isinstance(node, ast.IfExp):
             return self.bases(node.body, seen) | self.bases(node.orelse, seen)
         if isinstance(node, ast.Call):
@@ -370,21 +391,26 @@ class _Usage:
         self._helpers[node.func.id] = found
         return found
 
-    def returned_bases(self):
-        """Parameters that can be the base of what this function returns."""
+    def returned_bases(self, index=None):
+        """Parameters that can be the base of what this function returns (of its ``index``-th
+        value, where it returns a tuple and one element is asked for)."""
         found = set()
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Return) and node.value is not None:
-                found |= self.bases(node.value)
+                value = node.value
+                if (index is not None and isinstance(value, (ast.Tuple, ast.List))
+                        and index < len(value.elts)):
+                    value = value.elts[index]
+                found |= self.bases(value)
         return found
 
-    def _helper_return_bases(self, node, helper, seen):
+    def _helper_return_bases(self, node, helper, seen, index=None):
         jit_helper, usage = helper
         names = [p.name for p in jit_helper.params]
         arguments = dict(zip(names, node.args))
         arguments.update({k.arg: k.value for k in node.keywords if k.arg in names})
         found = set()
-        for name in usage.returned_bases():
+        for name in usage.returned_bases(index):
             if name in arguments:
                 found |= self.bases(arguments[name], seen)
         return found
