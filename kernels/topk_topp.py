@@ -49,17 +49,18 @@ Passes over the logits (each streaming loop loads its next block before working 
   in all. The last pass reads the row and writes mask_value below the cutoff.
 
 Top-p alone on few rows (the split path: by default with no k table and at most half as many
-rows as multiprocessors) cuts each row into parts, one program each, so that a small batch fills the device:
-four launches over (row, part) or row. (1) The sample, then the softmax statistics of the part
-with the gather above the floor (into a scratch row of its row's) and the histogram of the
-guessed window (added to its row's). (2) Each program combines its row's statistics; where
-the gathered entries do not already hold the top-p set and the guessed window surely brackets
-the cutoff in at most SCRATCH survivors, it gathers those of its part, with the mass above
-them. (3) One program a row sorts what its row gathered and checks the cutoff as above. (4)
-Each part is masked as in the last pass above. The persistent kernel then takes the rows the
-split path did not settle (a misjudged window, ties, a gather that misses), from the start:
-one read more than on its own (three when a gathered bracket fails its check). Flat rows: three reads and a write; peaked rows: one read and
-a write (the gather of step 2 finds nothing to do).
+rows as multiprocessors) cuts each row into parts, one program each, so that a small batch
+fills the device: four launches over (row, part) or row. (1) The sample, then the softmax
+statistics of the part with the gather above the floor (into a scratch row of its row's) and
+the histogram of the guessed window (added to its row's). (2) Each program combines its row's
+statistics; where the gathered entries do not already hold the top-p set and the guessed
+window surely brackets the cutoff in at most SCRATCH survivors, it gathers those of its part,
+with the mass above them. (3) One program a row sorts what its row gathered and checks the
+cutoff as above. (4) Each part is masked as in the last pass above. The persistent kernel then
+takes the rows the split path did not settle (a misjudged window, ties, a gather that misses),
+from the start: one read more than on its own (three when a gathered bracket fails its
+check). Flat rows: three reads and a write; peaked rows: one read and a write (the gather of
+step 2 finds nothing to do).
 
 Programs are persistent over the rows, one row at a time. When there are more programs than
 multiprocessors, the launch caps the registers per thread (128, or 64 from three programs per
@@ -821,6 +822,18 @@ def _split_top_p_plan(statistics_ptr, window_ptr, hist_ptr, counter_ptr, row, pa
 
 
 @triton.jit
+def _split_part(logits_ptr, logits_stride, scratch_ptr, ids_ptr, vocab_size, part_length,
+                TOP_P_SCRATCH: tl.constexpr):
+    # This program's row of the split path (program id 0) and its part (program id 1): the
+    # row, its logits, its scratch rows of values and ids, and the part's entries [begin, end).
+    # Widened: every per-row offset; row * logits_stride passes 2**31 once B * V does.
+    row = tl.program_id(0).to(tl.int64)
+    begin = tl.program_id(1) * part_length  # overflow-lint: tl.program_id(1) * part_length bounded by vocab_size + part_length
+    return (row, logits_ptr + row * logits_stride, scratch_ptr + row * TOP_P_SCRATCH,
+            ids_ptr + row * TOP_P_SCRATCH, begin, tl.minimum(begin + part_length, vocab_size))
+
+
+@triton.jit
 def _split_top_p_statistics_kernel(
     logits_ptr,  # [n_rows, vocab_size] fp32 / fp16 / bf16
     logits_stride,
@@ -842,21 +855,18 @@ def _split_top_p_statistics_kernel(
     FLOOR_CHUNK: tl.constexpr = 1024,
     TOPK_ENABLED: tl.constexpr = False,
 ):
-    # Widened: every offset below is per row; row * logits_stride passes 2**31 once B * V does.
-    row = tl.program_id(0).to(tl.int64)
+    row, row_ptr, row_scratch, row_ids, begin, end = _split_part(
+        logits_ptr, logits_stride, scratch_ptr, ids_ptr, vocab_size, part_length, TOP_P_SCRATCH)
     part = tl.program_id(1)
     parts = tl.num_programs(1)
     p, taken = _split_top_p_row(k_ptr, p_ptr, row, vocab_size, TOPK_ENABLED)
     if taken:
-        row_ptr = logits_ptr + row * logits_stride
         mean, spread, finite = _sample_moments(row_ptr, vocab_size, FLOOR_CHUNKS, FLOOR_CHUNK)
         floor, low, width = _top_p_floor(mean, spread, finite, p, 3 * TOP_P_SCRATCH // 4,
                                          GUESS_ENTRIES)
         scale = tl.where(width > 0.0, WINDOW_BINS / tl.maximum(width, 1e-30), 0.0)
-        begin = part * part_length  # overflow-lint: part * part_length bounded by vocab_size + part_length
         top, total, above_floor, _, _, hist, above_window = _survivor_softmax(
-            row_ptr, scratch_ptr + row * TOP_P_SCRATCH, ids_ptr + row * TOP_P_SCRATCH,
-            counter_ptr + 2 * row, begin, tl.minimum(begin + part_length, vocab_size),
+            row_ptr, row_scratch, row_ids, counter_ptr + 2 * row, begin, end,
             tl.zeros((), dtype=tl.uint32), floor, low, scale, BLOCK, TOP_P_SCRATCH, WINDOW_BINS)
         part_stats = statistics_ptr + (row * parts + part) * _PART_FIELDS
         tl.store(part_stats + _PART_TOP, top)
@@ -888,8 +898,8 @@ def _split_top_p_gather_kernel(
 ):
     # For the rows whose guessed window brackets the cutoff: the survivors of the bracketing
     # bins in this part of the row into the row's scratch, and the mass above them.
-    # Widened: every offset below is per row; row * logits_stride passes 2**31 once B * V does.
-    row = tl.program_id(0).to(tl.int64)
+    row, row_ptr, row_scratch, row_ids, begin, end = _split_part(
+        logits_ptr, logits_stride, scratch_ptr, ids_ptr, vocab_size, part_length, TOP_P_SCRATCH)
     part = tl.program_id(1)
     parts = tl.num_programs(1)
     p, taken = _split_top_p_row(k_ptr, p_ptr, row, vocab_size, TOPK_ENABLED)
@@ -900,13 +910,9 @@ def _split_top_p_gather_kernel(
         if part == 0:
             tl.store(plan_ptr + row, plan)
         if plan == _BRACKETED:
-            row_ptr = logits_ptr + row * logits_stride
-            begin = part * part_length  # overflow-lint: part * part_length bounded by vocab_size + part_length
-            above = _gather_bins(
-                row_ptr, scratch_ptr + row * TOP_P_SCRATCH, ids_ptr + row * TOP_P_SCRATCH,
-                counter_ptr + 2 * row + 1, begin, tl.minimum(begin + part_length, vocab_size),
-                tl.zeros((), dtype=tl.uint32), low, scale, first, last, top, BLOCK, SCRATCH,
-                WINDOW_BINS)
+            above = _gather_bins(row_ptr, row_scratch, row_ids, counter_ptr + 2 * row + 1, begin,
+                                 end, tl.zeros((), dtype=tl.uint32), low, scale, first, last, top,
+                                 BLOCK, SCRATCH, WINDOW_BINS)
             tl.store(above_ptr + row * parts + part, above)
 
 
@@ -971,15 +977,11 @@ def _split_top_p_mask_kernel(
     TOP_P_SCRATCH: tl.constexpr = 2048,
 ):
     # This part of each settled row masked below its cutoff.
-    # Widened: every offset below is per row; row * logits_stride passes 2**31 once B * V does.
-    row = tl.program_id(0).to(tl.int64)
-    part = tl.program_id(1)
+    row, row_ptr, row_scratch, row_ids, begin, end = _split_part(
+        logits_ptr, logits_stride, scratch_ptr, ids_ptr, vocab_size, part_length, TOP_P_SCRATCH)
     cutoff = tl.load(cutoff_ptr + row).to(tl.uint32, bitcast=True)
     if cutoff > 0:
-        row_ptr = logits_ptr + row * logits_stride
-        begin = part * part_length  # overflow-lint: part * part_length bounded by vocab_size + part_length
-        _mask_below(row_ptr, scratch_ptr + row * TOP_P_SCRATCH, ids_ptr + row * TOP_P_SCRATCH,
-                    begin, tl.minimum(begin + part_length, vocab_size), cutoff, tl.load(kept_ptr + row),
+        _mask_below(row_ptr, row_scratch, row_ids, begin, end, cutoff, tl.load(kept_ptr + row),
                     mask_value, BLOCK, TOP_P_SCRATCH)
 
 
