@@ -81,3 +81,48 @@ def persistent_rows(widen, stride=7):
     except Exception as error:
         raise unwrap_interpreter_error(error) from None
     return out.tolist()
+
+
+@triton.jit
+def _xor_reductions_kernel(keys_ptr, values_ptr, out_ptr, ROWS: tl.constexpr,
+                           COLUMNS: tl.constexpr):
+    # Each result of a [ROWS, COLUMNS] block at its own offset of out: the xor over columns,
+    # over rows (kept as [1, COLUMNS]), over all, each row's keys sorted up and down, flipped,
+    # and the float values sorted down.
+    size: tl.constexpr = ROWS * COLUMNS
+    rows = tl.arange(0, ROWS)[:, None]
+    columns = tl.arange(0, COLUMNS)[None, :]
+    keys = tl.load(keys_ptr + rows * COLUMNS + columns)
+    values = tl.load(values_ptr + rows * COLUMNS + columns)
+    tl.store(out_ptr + tl.arange(0, ROWS), tl.xor_sum(keys, 1))
+    tl.store(out_ptr + ROWS + columns, tl.xor_sum(keys, 0, keep_dims=True))
+    tl.store(out_ptr + ROWS + COLUMNS, tl.xor_sum(keys))
+    start: tl.constexpr = ROWS + COLUMNS + 1
+    tl.store(out_ptr + start + rows * COLUMNS + columns, tl.sort(keys, 1))
+    tl.store(out_ptr + start + size + rows * COLUMNS + columns, tl.sort(keys, 1, descending=True))
+    tl.store(out_ptr + start + 2 * size + rows * COLUMNS + columns, tl.flip(keys, 1))
+    sorted_values = tl.sort(values, 1, descending=True)
+    tl.store(out_ptr + start + 3 * size + rows * COLUMNS + columns,
+             sorted_values.to(tl.int32, bitcast=True))
+
+
+def xor_reductions(rows=8, columns=16):
+    """The interpreter's xor reductions, sorts and flips of a random block, and those numpy
+    gives; and whether the vectorised xor reduction is installed in this process."""
+    import numpy as np
+
+    from triton_overflow import compat
+    generator = torch.Generator().manual_seed(0)
+    keys = torch.randint(-2**31, 2**31 - 1, (rows, columns), dtype=torch.int32,
+                         generator=generator)
+    values = torch.randn(rows, columns, generator=generator)
+    size = rows * columns
+    out = torch.zeros(rows + columns + 1 + 4 * size, dtype=torch.int32)
+    _xor_reductions_kernel[(1, )](keys, values, out, ROWS=rows, COLUMNS=columns)
+    k = keys.numpy()
+    expected = np.concatenate([
+        np.bitwise_xor.reduce(k, axis=1), np.bitwise_xor.reduce(k, axis=0),
+        [np.bitwise_xor.reduce(k, axis=None)], np.sort(k, 1).ravel(), -np.sort(-k.astype(np.int64), 1).ravel(),
+        k[:, ::-1].ravel(), (-np.sort(-values.numpy(), 1)).view(np.int32).ravel()])
+    return {"kernel": out.tolist(), "numpy": expected.astype(np.int32).tolist(),
+            "vectorised": compat._xor_reductions_installed}

@@ -184,6 +184,18 @@ def test_interpreted_loop_variables_are_int32_like_the_gpus():
 
 
 @pytest.mark.selftest
+def test_interpreted_sorts_and_xor_reductions_match_numpy():
+    """The interpreter tier reduces with ``^`` in one numpy call (``tl.sort`` and ``tl.flip``
+    are built on it); over rows, columns and the whole block, and in sorts and flips, it gives
+    numpy's results."""
+    outcome = run_isolated("tests.interp_probe:xor_reductions", {}, mode=INTERPRETER,
+                           timeout=300)
+    assert outcome.status == "passed", outcome.output
+    assert outcome.value["vectorised"]
+    assert outcome.value["kernel"] == outcome.value["numpy"]
+
+
+@pytest.mark.selftest
 @pytest.mark.huge
 def test_isolation_contains_a_planted_fault():
     """The int32 twin at a negative wrap, unchecked, kills or fails its process (a segfault in

@@ -44,6 +44,7 @@ def configure(requested="auto"):
     compat.set_interpret(chosen == INTERPRETER)
     if chosen == INTERPRETER and compat.interpreter_problem() is None:
         compat.install_int32_loop_ranges()
+        compat.install_vectorised_xor_reductions()
     return chosen
 
 
