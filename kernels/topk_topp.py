@@ -100,10 +100,10 @@ _UNSHARED_NUM_WARPS = 16  # when each program has one to itself: more warps hide
 _SHARED_LAUNCHES = ((3, 2048, 64), (2, 4096, 128))
 # The split top-p path: loop step and warps of its streaming kernels, warps of its sorts, and
 # how many programs a multiprocessor it cuts rows for.
-_SPLIT_BLOCK = 2048
+_SPLIT_BLOCK = 1024
 _SPLIT_NUM_WARPS = 4
 _SPLIT_SORT_NUM_WARPS = 8
-_SPLIT_PROGRAMS_PER_MULTIPROCESSOR = 4
+_SPLIT_PROGRAMS_PER_MULTIPROCESSOR = 8
 
 
 @triton.jit
@@ -847,7 +847,7 @@ def _split_top_p_statistics_kernel(
     counter_ptr,  # [n_rows, 2] int32, zeroed: how many were gathered (here, and by the bins)
     vocab_size,
     part_length,  # vocab entries of each part (the last one's may be fewer)
-    BLOCK: tl.constexpr = 2048,
+    BLOCK: tl.constexpr = 1024,
     TOP_P_SCRATCH: tl.constexpr = 2048,
     WINDOW_BINS: tl.constexpr = 128,
     GUESS_ENTRIES: tl.constexpr = 16384,
@@ -889,7 +889,7 @@ def _split_top_p_gather_kernel(
     plan_ptr,  # [n_rows] int32: the row's plan, written
     vocab_size,
     part_length,
-    BLOCK: tl.constexpr = 2048,
+    BLOCK: tl.constexpr = 1024,
     SCRATCH: tl.constexpr = 1024,
     TOP_P_SCRATCH: tl.constexpr = 2048,
     WINDOW_BINS: tl.constexpr = 128,
@@ -973,7 +973,7 @@ def _split_top_p_mask_kernel(
     vocab_size,
     part_length,
     mask_value,
-    BLOCK: tl.constexpr = 2048,
+    BLOCK: tl.constexpr = 1024,
     TOP_P_SCRATCH: tl.constexpr = 2048,
 ):
     # This part of each settled row masked below its cutoff.
