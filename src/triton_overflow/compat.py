@@ -277,7 +277,8 @@ def install_vectorised_xor_reductions():
     original = reduce_ops.apply_impl
 
     def apply_impl(self, input):
-        if self.combine_fn is not xor_combine or len(input) != 1:
+        if (self.combine_fn is not xor_combine or len(input) != 1
+                or not hasattr(self, "keep_dims") or not hasattr(self, "to_tensor")):
             return original(self, input)
         data = input[0].handle.data
         return self.to_tensor(np.bitwise_xor.reduce(data, axis=self.axis,
