@@ -847,7 +847,7 @@ def _split_top_p_statistics_kernel(
     counter_ptr,  # [n_rows, 2] int32, zeroed: how many were gathered (here, and by the bins)
     vocab_size,
     part_length,  # vocab entries of each part (the last one's may be fewer)
-    BLOCK: tl.constexpr = 1024,
+    BLOCK: tl.constexpr = _SPLIT_BLOCK,
     TOP_P_SCRATCH: tl.constexpr = 2048,
     WINDOW_BINS: tl.constexpr = 128,
     GUESS_ENTRIES: tl.constexpr = 16384,
@@ -889,7 +889,7 @@ def _split_top_p_gather_kernel(
     plan_ptr,  # [n_rows] int32: the row's plan, written
     vocab_size,
     part_length,
-    BLOCK: tl.constexpr = 1024,
+    BLOCK: tl.constexpr = _SPLIT_BLOCK,
     SCRATCH: tl.constexpr = 1024,
     TOP_P_SCRATCH: tl.constexpr = 2048,
     WINDOW_BINS: tl.constexpr = 128,
@@ -973,7 +973,7 @@ def _split_top_p_mask_kernel(
     vocab_size,
     part_length,
     mask_value,
-    BLOCK: tl.constexpr = 1024,
+    BLOCK: tl.constexpr = _SPLIT_BLOCK,
     TOP_P_SCRATCH: tl.constexpr = 2048,
 ):
     # This part of each settled row masked below its cutoff.

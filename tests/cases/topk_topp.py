@@ -62,7 +62,7 @@ class TopPSplitCase(TopPCase):
     def extra_bytes(self, run):
         # Scratch rows of values and ids, the window histogram, and (within 4 KiB a row) the
         # per-part statistics and per-row results.
-        return run.rows * (8 * topk_topp.TOP_P_SCRATCH + 4 * 128 + 4096)
+        return run.rows * (8 * topk_topp.TOP_P_SCRATCH + 4 * topk_topp._WINDOW_BINS + 4096)
 
 
 class TopPTiesCase(TopPCase):
@@ -84,8 +84,8 @@ TOP_P_SPLIT = TopPSplitCase()
 TOP_P_TIES = TopPTiesCase()
 # The split case second: the mutants of the split kernels pass the first case (no split).
 CASES = [TOP_K_TOP_P, TOP_P_SPLIT, TOP_P, TOP_P_TIES]
-# The launch shapes: programs sharing multiprocessors (2048-entry steps, 8 warps), and one each
-# (16 warps).
+
+
 def _split_spec(name, warps):
     """The compile spec of one kernel of the split top-p path."""
     kernel = f"_split_top_p_{name}_kernel"
@@ -95,6 +95,8 @@ def _split_spec(name, warps):
                        num_warps=warps, label=f"topk_topp split {name}")
 
 
+# The launch shapes: programs sharing multiprocessors (2048-entry steps, 8 warps), and one each
+# (16 warps); the split path's kernels as launched.
 COMPILE_SPECS = [
     CompileSpec("kernels.topk_topp:_top_k_top_p_kernel", _TYPES, {"BLOCK": 2048}, num_warps=8,
                 label="topk_topp"),
@@ -103,7 +105,10 @@ COMPILE_SPECS = [
     CompileSpec("kernels.topk_topp:_top_k_top_p_kernel", _TYPES, {"TOPK_ENABLED": False},
                 num_warps=16, label="topk_topp top-p only"),
 ] + [_split_spec(name, warps)
-     for name, warps in (("statistics", 4), ("gather", 4), ("cutoff", 8), ("mask", 4))]
+     for name, warps in (("statistics", topk_topp._SPLIT_NUM_WARPS),
+                         ("gather", topk_topp._SPLIT_NUM_WARPS),
+                         ("cutoff", topk_topp._SPLIT_SORT_NUM_WARPS),
+                         ("mask", topk_topp._SPLIT_NUM_WARPS))]
 
 
 # Per-row (k, p) of the mixed batch, repeated down the rows: top-k only, top-p only, both,

@@ -40,6 +40,9 @@ _INT_CALLS = {"histogram", "rand", "randint", "randn", "randint4x", "rand4x", "r
 _INT_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 MAX_COMBINATIONS = 16
 BLOCK_DEFAULT = 128
+POINTER = "<pointer>"  # in a variant: the parameter stays a pointer (not None)
+
+
 class _Element(ast.expr):
     """The ``index``-th value of ``value`` (a call returning a tuple) where a tuple assignment
     unpacks it; walked as ``value`` itself by code that does not look for it."""
@@ -49,9 +52,6 @@ class _Element(ast.expr):
     def __init__(self, value, index):
         super().__init__(value=value)
         self.index = index
-
-
-POINTER = "<pointer>"  # in a variant: the parameter stays a pointer (not None)
 
 
 @dataclass
