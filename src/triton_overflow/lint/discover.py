@@ -6,13 +6,13 @@ leads to it). Folders are searched recursively, files starting with ``_`` includ
 never mention ``triton`` are passed over without being imported.
 
 A module whose imports fail (say it belongs to an engine that is not installed here) is loaded
-statement by statement: a failing ``import`` of ``triton`` / ``tl`` under another package's
-name binds Triton's own modules, any other failing statement is left out, and the kernels that
-need what was left out say so when they are checked. A syntax error is one problem line.
+statement by statement, with stand-ins for what its imports would have bound (``loader``,
+``standins``); kernels behind module-level ``if`` / ``try`` / ``with`` are found whichever
+branch ran. A declared kernel that could not be defined, and a syntax error, are one problem
+line each.
 """
 
 import ast
-import importlib
 import importlib.util
 import sys
 import types
@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triton_overflow.compat import jit_function_of
+from triton_overflow.lint import loader, standins
 
 _SKIPPED_FOLDERS = {"__pycache__", ".git", ".venv", "venv", "node_modules", ".tox", ".eggs",
                     "build", "dist"}
-_TRITON_NAMES = {"triton": "triton", "tl": "triton.language", "language": "triton.language",
-                 "libdevice": "triton.language.extra.libdevice"}
 
 
 @dataclass
@@ -36,6 +35,8 @@ class Kernel:
     module: types.ModuleType
     configs: list = field(default_factory=list)  # autotune configs, if any
     wrappers: tuple = ()
+    first_line: int = 0  # of its first decorator
+    standins: list = field(default_factory=list)  # value-only helpers standing in for imports
 
     @property
     def where(self):
@@ -65,8 +66,9 @@ class Found:
     files: list = field(default_factory=list)
 
 
-def find(paths):
-    """``Found`` for every path: kernels, problems (one line each) and notes."""
+def find(paths, execute=True):
+    """``Found`` for every path: kernels, problems (one line each) and notes; without
+    ``execute`` nothing of the files runs but what Triton needs (``loader``)."""
     found = Found()
     for spec in paths:
         try:
@@ -78,7 +80,7 @@ def find(paths):
             if file in found.files:
                 continue
             found.files.append(file)
-            _find_in_file(file, found)
+            _find_in_file(file, found, execute)
     return found
 
 
@@ -102,7 +104,7 @@ def _files(spec):
     return [Path(module_spec.origin).resolve()]
 
 
-def _find_in_file(file, found):
+def _find_in_file(file, found, execute):
     try:
         text = file.read_text()
     except (OSError, UnicodeDecodeError) as error:
@@ -116,10 +118,10 @@ def _find_in_file(file, found):
         found.problems.append(Problem(f"{file}:{error.lineno or 0}",
                                       f"SyntaxError: {error.msg}"))
         return
-    declared = _declared_jit_functions(tree)
+    declared = loader.declared_jit_functions(tree)
     if not declared:
         return
-    module, note = load_module(file, tree)
+    module, note = loader.load(file, tree, execute=execute)
     if module is None:
         found.problems.append(Problem(str(file), note))
         return
@@ -127,53 +129,21 @@ def _find_in_file(file, found):
         found.notes.append(f"{_shown(str(file), None)}: {note}")
     kernels, helpers = _kernels_of(module, file)
     found.kernels += kernels
-    reached = {k.name for k in kernels} | helpers
-    for name, line in declared.items():
-        if name not in reached:
-            found.problems.append(Problem(f"{file}:{line}", "the jit function is not a module-"
-                                          "level name after the module ran", kernel=name))
+    reached = {(k.name, k.first_line) for k in kernels} | helpers
+    for function in declared:
+        if (function.name, loader.first_line(function)) not in reached and \
+                function.name not in {name for name, _ in helpers}:
+            found.problems.append(Problem(f"{file}:{function.lineno}", "it could not be defined "
+                                          "(see the note on this file)", kernel=function.name))
 
 
-def _declared_jit_functions(tree):
-    """Names and lines of functions decorated with something from Triton (jit, autotune, ...)."""
-    declared = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and any(_is_triton_decorator(d)
-                                                     for d in node.decorator_list):
-            declared[node.name] = node.lineno
-    return declared
+def load_module(file, tree=None, execute=True):
+    """(module, note) for a file: imported, or loaded as ``loader`` says."""
+    tree = tree or ast.parse(Path(file).read_text(), filename=str(file))
+    return loader.load(Path(file), tree, execute=execute)
 
 
-def _is_triton_decorator(decorator):
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-    return name in ("jit", "autotune", "heuristics")
-
-
-def load_module(file, tree=None):
-    """(module, note) for a file: imported normally, or statement by statement."""
-    name = _dotted_name(file)
-    if name is not None:
-        try:
-            return importlib.import_module(name), ""
-        except Exception as error:  # noqa: BLE001 - any failure falls back to the tolerant load
-            first_error = error
-    else:
-        first_error = None
-        synthetic = f"overflow_linted_{abs(hash(str(file)))}"
-        spec = importlib.util.spec_from_file_location(synthetic, file)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[synthetic] = module
-        try:
-            spec.loader.exec_module(module)
-            return module, ""
-        except Exception as error:  # noqa: BLE001
-            first_error = error
-            del sys.modules[synthetic]
-    return _tolerant_load(file, tree, first_error)
-
-
-def _dotted_name(file):
+def dotted_name(file):
     """The module name ``file`` has on ``sys.path`` (a package module), or None."""
     for base in sys.path or ["."]:
         try:
@@ -189,103 +159,49 @@ def _dotted_name(file):
     return None
 
 
-def _tolerant_load(file, tree, first_error):
-    text = file.read_text()
-    tree = tree or ast.parse(text, filename=str(file))
-    synthetic = f"overflow_linted_{abs(hash(str(file)))}"
-    module = types.ModuleType(synthetic)
-    module.__file__ = str(file)
-    sys.modules[synthetic] = module
-    left_out = []
-    for statement in tree.body:
-        try:
-            _run(statement, file, module)
-        except Exception as error:  # noqa: BLE001 - the statement is left out, and said so
-            if isinstance(statement, (ast.Import, ast.ImportFrom)):
-                _bind_triton_names(statement, module)
-            elif isinstance(statement, ast.FunctionDef) and _without_failing_decorators(
-                    statement, file, module):
-                left_out.append(f"the decorators of {statement.name} at line "
-                                f"{statement.lineno} other than Triton's own")
-                continue
-            left_out.append(f"line {statement.lineno} ({type(error).__name__}: "
-                            f"{str(error).splitlines()[0] if str(error) else ''})")
-    reason = f"{type(first_error).__name__}: {first_error}" if first_error else "import failed"
-    if not any(jit_function_of(v) is not None for v in vars(module).values()):
-        del sys.modules[synthetic]
-        return None, f"cannot import it: {reason}"
-    return module, ("imported statement by statement, because importing it failed (" + reason
-                    + "); left out: " + ", ".join(left_out))
-
-
-def _run(statement, file, module):
-    exec(compile(ast.Module(body=[statement], type_ignores=[]), str(file), "exec"),
-         module.__dict__)
-
-
-def _without_failing_decorators(function, file, module):
-    """Define ``function`` with Triton's own decorators only (an engine's wrapper failed)."""
-    kept = [d for d in function.decorator_list if _is_triton_decorator(d)]
-    if not kept or len(kept) == len(function.decorator_list):
-        return False
-    original = function.decorator_list
-    function.decorator_list = kept
-    try:
-        _run(function, file, module)
-        return True
-    except Exception:  # noqa: BLE001 - left out after all
-        return False
-    finally:
-        function.decorator_list = original
-
-
-def _bind_triton_names(statement, module):
-    names = [(a.asname or a.name).split(".")[0] for a in statement.names]
-    for name in names:
-        target = _TRITON_NAMES.get(name)
-        if target and name not in module.__dict__:
-            try:
-                module.__dict__[name] = importlib.import_module(target)
-            except ImportError:
-                pass
-
-
 def _kernels_of(module, file):
-    """(launched kernels, names of helpers) among the module's jit functions: a helper is one
-    that another jit function of the module names."""
-    entries = {}
-    for attribute, value in vars(module).items():
+    """(launched kernels, (name, first line) of helpers) among the module's jit functions: a
+    helper is one that another jit function of the module names."""
+    file = Path(file).resolve()
+    entries = []  # (attribute, wrapper, jit)
+    values = list(vars(module).items()) + list(vars(module).get(loader.EXTRA, []))
+    for attribute, value in values:
         jit = jit_function_of(value)
-        if jit is None:
+        if jit is None or any(jit is known for _, _, known in entries):
             continue
-        source_file = getattr(jit.fn, "__code__", None)
-        if source_file is None or Path(source_file.co_filename).resolve() != file:
+        code = getattr(jit.fn, "__code__", None)
+        if code is None or Path(code.co_filename).resolve() != file:
             continue
-        entries[attribute] = (value, jit)
+        entries.append((attribute, value, jit))
+    replaced = standins.replace_called([jit for _, _, jit in entries], module.__dict__)
+    names = {attribute for attribute, _, _ in entries} | {jit.fn.__name__ for _, _, jit in entries}
     called = set()
-    own_names = {jit.fn.__name__: attribute for attribute, (_, jit) in entries.items()}
-    for attribute, (_, jit) in entries.items():
+    for attribute, _, jit in entries:
         try:
             tree = ast.parse(_dedent(jit.src))
         except SyntaxError:
             continue
+        own = {attribute, jit.fn.__name__}
         # Called, or passed on (the combine function of tl.reduce or tl.associative_scan).
         for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                if node.id in entries and node.id != attribute:
-                    called.add(node.id)
-                elif node.id in own_names and own_names[node.id] != attribute:
-                    called.add(own_names[node.id])
-    kernels = []
-    for attribute in sorted(entries):
-        if attribute in called:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and \
+                    node.id in names and node.id not in own:
+                called.add(node.id)
+    kernels, helpers = [], set()
+    for attribute, wrapper, jit in sorted(entries, key=lambda e: (e[2].fn.__code__.co_firstlineno)):
+        line = jit.fn.__code__.co_firstlineno
+        if attribute in called or jit.fn.__name__ in called:
+            helpers.add((jit.fn.__name__, line))
             continue
-        wrapper, jit = entries[attribute]
-        kernels.append(Kernel(jit=jit, name=jit.fn.__name__, file=str(file),
-                              line=jit.fn.__code__.co_firstlineno, module=module,
-                              configs=_configs(wrapper), wrappers=_wrappers(wrapper)))
-    helpers = {entries[a][1].fn.__name__ for a in called}
+        kernels.append(Kernel(jit=jit, name=jit.fn.__name__, file=str(file), line=line,
+                              module=module, configs=_configs(wrapper),
+                              wrappers=_wrappers(wrapper), first_line=line,
+                              standins=[r for r in replaced if _calls(jit, r)]))
     return kernels, helpers
+
+
+def _calls(jit, path):
+    return path.split(".")[0] in (jit.src or "")
 
 
 def _configs(wrapper):

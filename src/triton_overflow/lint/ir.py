@@ -8,6 +8,7 @@ printed form of the same op: the printed ops are put in the order the bindings w
 checked op by op against it.
 """
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 
@@ -92,6 +93,46 @@ def compile_ttir(jit_function, signature, constexprs, attrs=None):
     source = ASTSource(jit_function, signature, constexprs=constexprs, attrs=attrs or {})
     module = compat.make_ir(source, target, options, backend, context)
     return compat.analysis_passes(module), context
+
+
+class _CompilerOutput:
+    def __init__(self, handle):
+        self.handle = handle
+
+    def text(self):
+        self.handle.flush()
+        self.handle.seek(0)
+        return self.handle.read().decode(errors="replace")
+
+    def first_error(self):
+        for line in self.text().splitlines():
+            if ": error:" in line or line.startswith("error:"):
+                return line.strip()[:300]
+        return ""
+
+
+@contextlib.contextmanager
+def quiet():
+    """Keep what the compiler prints at the C level (MLIR dumps a whole module on a failed
+    verification) off this process's stdout and stderr; yields what was printed."""
+    import os
+    import sys
+    import tempfile
+    with tempfile.TemporaryFile() as handle:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+        os.dup2(handle.fileno(), 1)
+        os.dup2(handle.fileno(), 2)
+        try:
+            yield _CompilerOutput(handle)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
 
 
 def build_graph(module, context=None, kernel_parameters=None):
@@ -277,6 +318,24 @@ def _callee_part(inner):
     return inner.strip()
 
 
+def _caller_part(inner):
+    """``B`` of ``A at B)``."""
+    callee = _callee_part(inner)
+    rest = inner[len(callee):].strip()
+    if not rest.startswith("at "):
+        return ""
+    rest = rest[3:].strip()
+    return rest[:-1].strip() if rest.endswith(")") else rest
+
+
+def _in_triton(file):
+    import os
+
+    import triton
+    return bool(file) and os.path.abspath(file).startswith(
+        os.path.dirname(os.path.abspath(triton.__file__)) + os.sep)
+
+
 def _location(line, aliases):
     match = _TRAILING_LOC.search(line)
     if not match:
@@ -290,7 +349,13 @@ def _resolve(loc, aliases, depth):
         return ("", 0, 0)
     body = aliases.get(loc, loc) if loc.startswith("#") else loc
     if body.startswith("callsite("):
-        return _resolve(_callee_part(body[len("callsite("):]), aliases, depth + 1)
+        inner = body[len("callsite("):]
+        callee = _resolve(_callee_part(inner), aliases, depth + 1)
+        if not _in_triton(callee[0]):
+            return callee
+        # Inside Triton's own library (tl.swizzle2d, say): the user's line that called it.
+        caller = _caller_part(inner)
+        return _resolve(caller, aliases, depth + 1) if caller else callee
     direct = _FILE_LOC.search(body) if not body.startswith("#") else None
     refs = re.findall(r"#loc\d*", body)
     if direct and (not refs or body.index(direct.group(0)) < body.index(refs[0])):

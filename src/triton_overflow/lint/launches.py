@@ -129,6 +129,7 @@ def parse_limits(text):
         except ValueError:
             raise ValueError(f"--limits: {name} must be an integer; got {value!r}") from None
         name = name.strip()
+        facts.names.append(name)
         if name in ("rows", "grid0"):
             grid[0] = number
             if name == "rows":  # a kernel argument named rows, too

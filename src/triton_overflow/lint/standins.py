@@ -1,0 +1,221 @@
+"""Stand-ins for what a kernel file names but the check cannot load.
+
+A kernel file imports its engine (``from myengine.utils import fast_tanh, autotune_kwargs``);
+where the engine is not installed, or where the check is told not to run the file's code, every
+name such an import would bind is a ``StandIn``: an object any expression can use (call it,
+take an attribute, unpack it, spread it as ``**kwargs``) without failing. Before a kernel is
+compiled, every stand-in it calls (``fast_tanh(x)``, ``engine_math.rsqrt(x)``) is replaced by a
+generated jit helper that returns its first argument unchanged: a value-only helper, which
+forms no address. A finding that depends on one says so.
+"""
+
+import ast
+import linecache
+import textwrap
+
+from triton_overflow.compat import jit_function_of
+
+
+class StandIn:
+    """Whatever a failed import would have bound: every use gives another stand-in."""
+
+    def __init__(self, name):
+        object.__setattr__(self, "_name", name)
+
+    def __repr__(self):
+        return f"<stand-in for {self._name}>"
+
+    def __getattr__(self, attribute):
+        if attribute.startswith("__") and attribute.endswith("__"):
+            raise AttributeError(attribute)
+        return StandIn(f"{self._name}.{attribute}")
+
+    def __call__(self, *args, **kwargs):
+        # A decorator that cannot be loaded leaves the function it decorates as it was.
+        if len(args) == 1 and not kwargs and callable(args[0]) and \
+                not isinstance(args[0], StandIn):
+            return args[0]
+        return StandIn(f"{self._name}()")
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self):
+        return 0
+
+    def __bool__(self):
+        return True
+
+    def __getitem__(self, key):
+        return StandIn(f"{self._name}[...]")
+
+    def keys(self):
+        return []
+
+    def __mro_entries__(self, bases):
+        return (object, )
+
+
+def _operator(self, *other):
+    return StandIn(self._name)
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+              "lshift", "rshift", "neg", "pos", "invert", "lt", "le", "gt", "ge"):
+    for _prefix in ("", "r"):
+        if _prefix and _name in ("neg", "pos", "invert", "lt", "le", "gt", "ge"):
+            continue
+        setattr(StandIn, f"__{_prefix}{_name}__", _operator)
+
+
+def name_of(value):
+    return value._name if isinstance(value, StandIn) else None
+
+
+def bind(namespace, names, origin):
+    """Bind each name (an ``import`` that failed) to a stand-in, unless it is bound already."""
+    for name in names:
+        if name not in namespace:
+            namespace[name] = StandIn(f"{name} (from {origin})")
+
+
+def replace_called(jit_functions, namespace):
+    """Replace every stand-in the jit functions call by a value-only jit helper; return the
+    names replaced (``fast_tanh``, ``engine_math.rsqrt``)."""
+    calls = {}
+    for jit in jit_functions:
+        try:
+            tree = ast.parse(textwrap.dedent(jit.src))
+        except SyntaxError:
+            continue
+        unpacked = _unpacked_arity(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            path = _dotted(node.func)
+            if path is None or not isinstance(_resolve(namespace, path), StandIn):
+                continue
+            shape = calls.setdefault(path, [0, set(), 1])
+            shape[0] = max(shape[0], len(node.args))
+            shape[1] |= {k.arg for k in node.keywords if k.arg}
+            shape[2] = max(shape[2], unpacked.get(id(node), 1))
+    for path, (positional, keywords, results) in sorted(calls.items()):
+        helper = _value_helper(path, positional, sorted(keywords), results)
+        _assign(namespace, path, helper)
+    return sorted(calls)
+
+
+def depends_on(tree, product_line, names):
+    """Which of the stand-ins ``names`` the values on ``product_line`` of a kernel's source
+    ``tree`` are computed from (through the kernel's local assignments)."""
+    if not names or tree is None:
+        return []
+    assigned = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        assigned.setdefault(name.id, []).append(node.value)
+    pending = [n for n in ast.walk(tree) if getattr(n, "lineno", None) == product_line
+               and isinstance(n, ast.expr)]
+    found, seen = set(), set()
+    while pending:
+        node = pending.pop()
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Call):
+                path = _dotted(inner.func)
+                if path in names:
+                    found.add(path)
+            if isinstance(inner, ast.Name) and inner.id in assigned and inner.id not in seen:
+                seen.add(inner.id)
+                pending.extend(assigned[inner.id])
+    return sorted(found)
+
+
+def _unpacked_arity(tree):
+    arity = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            target = node.targets[0]
+            if isinstance(target, (ast.Tuple, ast.List)):
+                arity[id(node.value)] = len(target.elts)
+    return arity
+
+
+def _dotted(node):
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id] + parts[::-1])
+
+
+def _resolve(namespace, path):
+    head, *rest = path.split(".")
+    value = namespace.get(head)
+    for attribute in rest:
+        if isinstance(value, _Namespace):
+            value = value.members.get(attribute, StandIn(path))
+        elif isinstance(value, StandIn):
+            return value
+        else:
+            value = getattr(value, attribute, None)
+    return value
+
+
+class _Namespace:
+    """What a stand-in module becomes once some of its attributes are jit helpers."""
+
+    def __init__(self, stand_in):
+        self.stand_in = stand_in
+        self.members = {}
+
+    def __getattr__(self, attribute):
+        if attribute in ("stand_in", "members"):
+            raise AttributeError(attribute)
+        return self.members.get(attribute, getattr(self.stand_in, attribute))
+
+
+def _assign(namespace, path, helper):
+    head, *rest = path.split(".")
+    if not rest:
+        namespace[head] = helper
+        return
+    owner = namespace[head]
+    if not isinstance(owner, _Namespace):
+        owner = _Namespace(owner)
+        namespace[head] = owner
+    for attribute in rest[:-1]:
+        inner = owner.members.get(attribute)
+        if not isinstance(inner, _Namespace):
+            inner = _Namespace(getattr(owner, attribute))
+            owner.members[attribute] = inner
+        owner = inner
+    owner.members[rest[-1]] = helper
+
+
+_COUNTER = [0]
+
+
+def _value_helper(path, positional, keywords, results):
+    """A ``@triton.jit`` function that takes what the calls pass and returns its first
+    argument (``results`` times, where a call unpacks a tuple)."""
+    import triton
+    _COUNTER[0] += 1
+    name = "stand_in_" + path.replace(".", "_")
+    params = [f"a{i}" for i in range(positional)] + [k for k in keywords]
+    returned = params[0] if params else "0"
+    value = returned if results == 1 else "(" + ", ".join([returned] * results) + ")"
+    signature = ", ".join(params[:1] + [f"{p}=None" for p in params[1:]])
+    source = f"def {name}({signature}):\n    return {value}\n"
+    filename = f"<overflow-lint stand-in {path} #{_COUNTER[0]}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"__name__": __name__}
+    exec(compile(source, filename, "exec"), namespace)
+    helper = triton.jit(namespace[name])
+    assert jit_function_of(helper) is not None
+    return helper
