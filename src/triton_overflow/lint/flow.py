@@ -16,6 +16,8 @@ CARRIERS = {
     "arith.trunci", "arith.select", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui",
     "arith.index_cast", "arith.index_castui", "tt.splat", "tt.broadcast", "tt.expand_dims",
     "tt.reshape", "ttg.convert_layout", "tt.trans", "tt.join", "tt.cat", "tt.bitcast",
+    "arith.fptosi", "arith.fptoui", "arith.divsi", "arith.divui", "arith.ceildivsi",
+    "arith.floordivsi", "arith.remsi", "arith.remui", "arith.shrsi", "arith.shrui",
 }
 PRODUCTS = ("arith.muli", "arith.shli")
 

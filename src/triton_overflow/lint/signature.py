@@ -38,6 +38,7 @@ _INT_BINOPS = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift, ast.Mo
 _INT_CALLS = {"histogram", "rand", "randint", "randn", "randint4x", "rand4x", "randn4x",
               "philox", "umulhi", "cdiv"}
 _INT_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+_WIDE_INT_TYPES = {"int64", "uint64"}
 MAX_COMBINATIONS = 16
 BLOCK_DEFAULT = 128
 POINTER = "<pointer>"  # in a variant: the parameter stays a pointer (not None)
@@ -72,6 +73,7 @@ def plan(jit_function, configs=None):
     defaults = _defaults(jit_function)
     config_values = dict(getattr(configs[0], "kwargs", {}) or {}) if configs else {}
     types, constexprs, choices = {}, {}, {}
+    guesses = []
     notes = list(usage.notes)
     for param in jit_function.params:
         name = param.name
@@ -81,17 +83,20 @@ def plan(jit_function, configs=None):
             value, options, guessed = _constexpr_values(
                 name, defaults.get(name, _NO_DEFAULT), config_values, usage)
             if guessed:
+                guesses.append(name)
+                shown = ", ".join(_shown(o) for o in options)
                 notes.append(f"`{name}` has no default or autotune config: checked as "
-                             f"{name} = {value}")
+                             f"{name} = {shown}" if len(options) > 1 else
+                             f"`{name}` has no default or autotune config: checked as "
+                             f"{name} = {_shown(value)}")
             constexprs[name] = value
             if len(options) > 1:
                 choices[name] = options
-        elif annotation.startswith("*"):
-            types[name] = annotation
-        elif annotation:
-            types[name] = annotation
+        elif _annotated_type(annotation):
+            types[name] = _annotated_type(annotation)
         elif name in usage.pointers:
-            types[name] = ("*i32" if name in usage.int_pointers else
+            types[name] = ("*i64" if name in usage.address_tables else
+                           "*i32" if name in usage.int_pointers else
                            "*i1" if name in usage.bool_pointers else "*fp32")
             if None in usage.compared.get(name, ()):
                 choices[name] = [POINTER, None]  # launched with None too: analyse both
@@ -99,8 +104,55 @@ def plan(jit_function, configs=None):
             types[name] = "fp32"
         else:
             types[name] = "i32"
-    return Plan(types=types, constexpr_variants=_combinations(constexprs, choices),
+    variants = _combinations(constexprs, choices)
+    for first, second in sorted(usage.pairs):
+        if first in guesses and second in guesses:
+            variants += _pair_variants(variants[0], first, second)
+            notes.append(f"`{first}` and `{second}` are compared and neither has a default: "
+                         f"checked with {first} == {second} and {first} != {second}")
+    return Plan(types=types, constexpr_variants=_dedup(variants),
                 pointer_fallbacks=_fallbacks(types, usage), notes=notes)
+
+
+def _pair_variants(default, first, second):
+    """Variants in which two guessed constexprs are equal, and differ."""
+    equal, different = dict(default), dict(default)
+    equal[second] = default[first]
+    if default[first] == default[second]:
+        value = default[second]
+        different[second] = value * 2 if isinstance(value, int) and value else 1
+    return [equal, different]
+
+
+def _dedup(variants):
+    unique = []
+    for variant in variants:
+        if variant not in unique:
+            unique.append(variant)
+    return unique
+
+
+def _shown(value):
+    import triton.language as tl
+    if isinstance(value, tl.dtype):
+        return f"tl.{value}"
+    return repr(value)
+
+
+# Triton's own names of argument types, as a parameter's annotation gives them.
+_ANNOTATION_TYPES = {"int": "i32", "float": "fp32", "bool": "i1"}
+
+
+def _annotated_type(annotation):
+    """The Triton type an annotation states, or "" where it states none (``tl.tensor``)."""
+    if not annotation:
+        return ""
+    if annotation.startswith("*"):
+        return annotation
+    if annotation in _ANNOTATION_TYPES:
+        return _ANNOTATION_TYPES[annotation]
+    from triton._utils import type_canonicalisation_dict
+    return annotation if annotation in set(type_canonicalisation_dict.values()) else ""
 
 
 _NO_DEFAULT = object()
@@ -126,17 +178,26 @@ def _constexpr_values(name, default, config_values, usage):
         value = sorted(usage.compared[name], key=repr)[0]
     elif name in usage.dtypes:
         value = tl.float32
+    elif name in usage.keyword_defaults:
+        value = usage.keyword_defaults[name]
     elif name in usage.blocks:
-        return BLOCK_DEFAULT, [BLOCK_DEFAULT], True
+        value = BLOCK_DEFAULT
     else:
         value = 16
+    guessed = name not in config_values and default is _NO_DEFAULT
     options = [value]
     if isinstance(value, bool) or name in usage.flags:
         options += [not bool(value)]
     for literal in sorted(usage.compared.get(name, ()), key=repr):
         if literal not in options:
             options.append(literal)
-    return value, options, False
+    if guessed:
+        # An ordering against a literal (``if BLOCK > 64:``) is analysed on both sides.
+        for literal in sorted(usage.ordered.get(name, ())):
+            for option in (literal, literal * 2 if literal > 0 else literal + 1):
+                if option not in options:
+                    options.append(option)
+    return value, options, guessed
 
 
 def _combinations(constexprs, choices):
@@ -197,6 +258,10 @@ class _Usage:
         self._atomic_targets = set()  # atomics take no i1 pointer, whatever their value is used as
         self.floats, self.maybe_floats = set(), set()
         self.flags, self.blocks, self.dtypes, self.compared = set(), set(), set(), {}
+        self.ordered = {}  # constexpr -> literals it is ordered against (<, >, ...)
+        self.pairs = set()  # (a, b): two parameters compared with each other
+        self.keyword_defaults = {}  # constexpr passed as a keyword -> that keyword's default
+        self.address_tables = set()  # pointers whose loaded values are cast to pointers
         self.notes = []
         self.tree = tree
         self._helpers = {}
@@ -212,7 +277,13 @@ class _Usage:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     self._assign(target, node.value)
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            elif isinstance(node, ast.AugAssign):
+                # ``p += step`` makes p ``p + step``: still based on what p was.
+                current = ast.Name(id=node.target.id, ctx=ast.Load()) \
+                    if isinstance(node.target, ast.Name) else node.target
+                self._assign(node.target, ast.copy_location(
+                    ast.BinOp(left=current, op=node.op, right=node.value), node))
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
                 self._assign(node.target, node.value)
             elif isinstance(node, ast.For):
                 self._assign(node.target, node.iter)
@@ -352,12 +423,17 @@ class _Usage:
                 self.maybe_floats |= {n for n in _names(arg) if n in self.params}
                 if isinstance(arg, ast.Name) and arg.id in self.params:
                     self.floats.add(arg.id)
-        elif name == "to" and node.args:
-            dtype = _dtype_name(node.args[0])
-            owner = node.func.value if isinstance(node.func, ast.Attribute) else None
-            if dtype in _INT_TYPES and owner is not None:
-                self._mark_int(owner)
-            self.dtypes |= _names(node.args[0]) & set(self.params)
+        elif name in ("to", "cast") and node.args:
+            target = node.args[0] if name == "to" else _argument(node, 1, "dtype")
+            owner = node.func.value if name == "to" and isinstance(node.func, ast.Attribute) \
+                else node.args[0]
+            dtype = _dtype_name(target) if target is not None else None
+            if dtype in _WIDE_INT_TYPES and owner is not None:
+                self._mark_int(owner)  # widened as an index; a narrowing may convert a float
+            if isinstance(target, ast.Call) and _call_name(target) == "pointer_type":
+                self.address_tables |= self._loaded_from(owner)
+            if target is not None and name == "to":
+                self.dtypes |= _names(target) & set(self.params)
         elif name in ("zeros", "full", "empty"):
             if node.args:
                 self.blocks |= _names(node.args[0]) & set(self.params)
@@ -370,6 +446,10 @@ class _Usage:
         for keyword in node.keywords:
             if keyword.arg == "dtype":
                 self.dtypes |= _names(keyword.value) & set(self.params)
+            elif isinstance(keyword.value, ast.Name) and keyword.value.id in self.params:
+                default = _keyword_default(name, keyword.arg)
+                if default is not _NO_DEFAULT:
+                    self.keyword_defaults.setdefault(keyword.value.id, default)
             if keyword.arg == "num_stages":
                 self.blocks.discard(getattr(keyword.value, "id", None))
 
@@ -435,17 +515,45 @@ class _Usage:
                     self.bases(arg)
         if helper_param in usage._int_uses:
             self._mark_int(arg)
+        if isinstance(arg, ast.Name) and arg.id in self.params:
+            # A constexpr passed on to a helper that branches on it: its values matter here.
+            if helper_param in usage.compared:
+                self.compared.setdefault(arg.id, set()).update(usage.compared[helper_param])
+            if helper_param in usage.flags:
+                self.flags.add(arg.id)
+            for literal in usage.ordered.get(helper_param, ()):
+                self.ordered.setdefault(arg.id, set()).add(literal)
         if helper_param in usage.floats:
             self.floats |= {n for n in _names(arg) if n in self.params}
 
     def _pointer_expression(self, expression):
-        bases = self.bases(expression)
-        if len(bases) > 1:
-            chosen = self._leftmost(expression, bases)
-            self.ambiguous |= bases - {chosen}
-            bases = {chosen}
-        self.pointers |= bases
-        self._mark_offsets(expression, bases)
+        for alternative in self._alternatives(expression, set()):
+            bases = self.bases(alternative)
+            if len(bases) > 1:
+                chosen = self._leftmost(alternative, bases)
+                self.ambiguous |= bases - {chosen}
+                bases = {chosen}
+            self.pointers |= bases
+            self._mark_offsets(alternative, bases)
+
+    def _alternatives(self, expression, seen):
+        """The addresses ``expression`` can be, one per branch: both sides of a ternary or a
+        ``tl.where``, each assignment of a local variable set in several branches."""
+        if isinstance(expression, ast.IfExp):
+            return (self._alternatives(expression.body, seen)
+                    + self._alternatives(expression.orelse, seen))
+        if isinstance(expression, ast.Call) and _call_name(expression) == "where" and \
+                len(expression.args) == 3:
+            return (self._alternatives(expression.args[1], seen)
+                    + self._alternatives(expression.args[2], seen))
+        if isinstance(expression, ast.Name) and expression.id not in self.params and \
+                self.assigned.get(expression.id) and expression.id not in seen:
+            seen.add(expression.id)
+            found = []
+            for value in self.assigned[expression.id]:
+                found += self._alternatives(value, seen)
+            return found
+        return [expression]
 
     def _leftmost(self, expression, bases):
         node = expression
@@ -493,13 +601,12 @@ class _Usage:
         return False
 
     def _directly_int(self, name, pointer):
-        """A variable loaded from ``pointer`` and not converted to a float on the way."""
+        """Some value of ``name`` is loaded from ``pointer`` and not converted on the way (a
+        later reassignment may convert it: ``k = (k >> 4) & 15`` then ``k.to(q.dtype)``)."""
         for value in self.assigned.get(name, []):
-            for node in ast.walk(value):
-                if isinstance(node, ast.Call) and _call_name(node) == "to" and node.args and \
-                        _dtype_name(node.args[0]) not in _INT_TYPES | {None}:
-                    return False
-        return True
+            if pointer in self._loaded_from(value) and not _converts(value):
+                return True
+        return False
 
     def _read_condition(self, test):
         """Names tested for truth directly (``if x``, ``not x``, ``x and y``) are flags."""
@@ -525,12 +632,47 @@ class _Usage:
     def _read_compare(self, node):
         left = node.left
         for op, right in zip(node.ops, node.comparators):
+            if isinstance(left, ast.Name) and isinstance(right, ast.Name) and \
+                    {left.id, right.id} <= set(self.params) and left.id != right.id:
+                self.pairs.add(tuple(sorted((left.id, right.id))))
+            if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
+                for name_side, literal_side in ((left, right), (right, left)):
+                    if isinstance(name_side, ast.Name) and name_side.id in self.params and \
+                            isinstance(literal_side, ast.Constant) and \
+                            type(literal_side.value) is int:
+                        self.ordered.setdefault(name_side.id, set()).add(literal_side.value)
             if isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
                 for name_side, literal_side in ((left, right), (right, left)):
                     if isinstance(name_side, ast.Name) and name_side.id in self.params and \
                             isinstance(literal_side, ast.Constant):
                         self.compared.setdefault(name_side.id, set()).add(literal_side.value)
             left = right
+
+
+def _converts(expression):
+    """Whether ``expression`` converts its value with ``.to`` (to anything but a wide int: a
+    narrowing may convert a float)."""
+    for node in ast.walk(expression):
+        if isinstance(node, ast.Call) and _call_name(node) == "to" and node.args and \
+                _dtype_name(node.args[0]) not in _WIDE_INT_TYPES | {None}:
+            return True
+    return False
+
+
+def _keyword_default(function, keyword):
+    """The default of ``keyword`` in Triton's ``tl.<function>`` (or tensor method), for a
+    constexpr passed there with no default of its own (``input_precision=PRECISION``)."""
+    import triton.language as tl
+    for owner in (tl, tl.tensor):
+        target = getattr(owner, function or "", None)
+        target = getattr(target, "fn", target)  # builtins may be wrapped
+        try:
+            parameter = inspect.signature(target).parameters.get(keyword)
+        except (TypeError, ValueError):
+            continue
+        if parameter is not None and parameter.default is not inspect.Parameter.empty:
+            return parameter.default
+    return _NO_DEFAULT
 
 
 def _call_name(node):
