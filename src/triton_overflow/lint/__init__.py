@@ -6,8 +6,12 @@ recorded launch, exactly as it was launched; every i32 multiply that feeds an ad
 finding (``analysis``), with how far it is from 2**31 where the launch or stated limits tell
 (``ranges``). One kernel that cannot be checked is one line, and the run goes on.
 
-Exit codes: 0 every kernel checked and no findings; 1 findings (whatever else happened);
-2 nothing found, nothing checked, or some kernels not checked and no findings.
+Each finding has a level (``levels``): ``error`` (the product can pass 2**31 at a realistic
+shape), ``warning`` or ``note`` (bounded by what the kernel states, the bound said).
+
+Exit codes: 0 every kernel checked and no error (warnings and notes are printed); 1 at least
+one error (whatever else happened; ``fail_on`` may lower the bar to warnings); 2 no error, but
+nothing found, nothing checked, or some kernels not checked.
 """
 
 import warnings
@@ -16,7 +20,8 @@ from pathlib import Path
 
 from triton_overflow.lint import discover
 from triton_overflow.lint.analysis import Finding, find_products
-from triton_overflow.lint.ir import build_graph, compile_ttir
+from triton_overflow.lint.ir import build_graph, compile_ttir, quiet
+from triton_overflow.lint.levels import ERROR, LEVELS, NOTE, WARNING
 from triton_overflow.lint.signature import plan
 
 CLEAN, FINDINGS, NOT_CHECKED = 0, 1, 2
@@ -40,14 +45,25 @@ class Report:
     problems: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     label: str = "kernels"
+    fail_on: str = ERROR  # the least level that makes the exit code 1
+    baseline: object = None  # findings known before (``baseline.Baseline``), not failing
 
     @property
     def findings(self):
         return [f for r in self.results for f in r.findings]
 
     @property
+    def failing(self):
+        """The findings that set the exit code to 1."""
+        bar = LEVELS.index(self.fail_on)
+        found = [f for f in self.findings if LEVELS.index(f.level) <= bar]
+        if self.baseline is not None:
+            found = [f for f in found if not self.baseline.known(f)]
+        return found
+
+    @property
     def exit_code(self):
-        if self.findings:
+        if self.failing:
             return FINDINGS
         if not self.results or self.problems:
             return NOT_CHECKED
@@ -61,6 +77,10 @@ class Report:
 
 class KernelNotChecked(Exception):
     pass
+
+
+class CompilerDiagnostic(Exception):
+    """The error line the compiler printed (MLIR prints, then raises a bare failure)."""
 
 
 def check_kernel(kernel, facts=None):
@@ -83,8 +103,26 @@ def check_kernel(kernel, facts=None):
             findings.setdefault(finding.key, finding)
     if not result.variants:
         raise KernelNotChecked(describe_error(errors[0] if errors else first_error))
-    result.findings = sorted(findings.values(), key=lambda f: (f.file, f.line, f.product))
+    result.findings = sorted(_with_stand_ins(findings.values(), kernel),
+                             key=lambda f: (f.file, f.line, f.product))
+    if kernel.standins:
+        names = ", ".join(f"`{name}`" for name in kernel.standins)
+        result.notes.append(f"{names} could not be loaded: checked with a value-only stand-in "
+                            f"that returns its first argument")
     return result
+
+
+def _with_stand_ins(findings, kernel):
+    """Each finding, saying which stand-in helpers its values come from."""
+    from dataclasses import replace
+
+    from triton_overflow.lint import standins
+    from triton_overflow.lint.analysis import _source_tree
+    if not kernel.standins:
+        return list(findings)
+    tree = _source_tree(kernel.file)
+    return [replace(f, stand_ins=tuple(standins.depends_on(tree, f.line, kernel.standins)))
+            if f.file == kernel.file else f for f in findings]
 
 
 def _apply_variant(types, variant):
@@ -103,9 +141,15 @@ def _apply_variant(types, variant):
 
 
 def _compile(jit, types, constexprs):
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), quiet() as printed:
         warnings.simplefilter("ignore")  # Triton's deprecation warnings are not ours to print
-        return compile_ttir(jit, types, constexprs)
+        try:
+            return compile_ttir(jit, types, constexprs)
+        except Exception as error:
+            diagnostic = printed.first_error()
+            if diagnostic:
+                raise CompilerDiagnostic(diagnostic) from error
+            raise
 
 
 def check_launch(kernel, record):
@@ -142,9 +186,12 @@ def _first_compiling_types(kernel, kernel_plan):
     return kernel_plan.types, first_error
 
 
-def lint(paths, twins=False, facts=None):
-    """The ``Report`` over every kernel under ``paths`` (their int32 twins with ``twins``)."""
-    found = discover.find(paths)
+def lint(paths, twins=False, facts=None, execute=True):
+    """The ``Report`` over every kernel under ``paths`` (their int32 twins with ``twins``);
+    without ``execute`` nothing of the files runs but what Triton needs (``loader``)."""
+    found = discover.find(paths, execute=execute)
+    if facts is not None:
+        _check_limit_names(found.kernels, facts)
     report = Report(problems=list(found.problems), notes=list(found.notes),
                     label="int32 twins" if twins else "kernels")
     kernels = found.kernels
@@ -168,6 +215,16 @@ def lint(paths, twins=False, facts=None):
                          for note in result.notes]
         report.results.append(result)
     return report
+
+
+def _check_limit_names(kernels, facts):
+    """Every name an envelope gives is an argument of some kernel checked (or a grid axis)."""
+    valid = {p.name for kernel in kernels for p in kernel.jit.params}
+    unknown = sorted(set(facts.names) - valid - {"rows", "grid0", "grid1", "grid2"})
+    if unknown and kernels:
+        raise ValueError(f"--limits names no argument of the kernels checked: "
+                         f"{', '.join(unknown)}; their arguments are: "
+                         f"{', '.join(sorted(valid))} (and rows, grid0, grid1, grid2)")
 
 
 def _twin_kernels(found, report):
@@ -203,7 +260,7 @@ def describe_error(error):
     """One line for an exception from compiling a kernel: its innermost cause."""
     if error is None:
         return "it does not compile"
-    while error.__cause__ is not None:
+    while error.__cause__ is not None and not isinstance(error, CompilerDiagnostic):
         error = error.__cause__
     text = str(error).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -214,4 +271,5 @@ def describe_error(error):
 
 
 __all__ = ["Finding", "Report", "KernelResult", "check_kernel", "check_launch", "lint",
-           "describe_error", "CLEAN", "FINDINGS", "NOT_CHECKED"]
+           "describe_error", "CLEAN", "FINDINGS", "NOT_CHECKED", "ERROR", "WARNING", "NOTE",
+           "LEVELS"]

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from triton_overflow.lint.flow import PRODUCTS, Flow, is_i32
+from triton_overflow.lint.levels import ERROR, WARNING, Levels
 from triton_overflow.lint.ranges import INT32_LIMIT, Ranges
 
 MARKER = re.compile(r"#\s*overflow-lint:\s*(.*)$")
@@ -36,6 +37,10 @@ class Finding:
     headroom: str = field(default="", compare=False)
     largest: int | None = field(default=None, compare=False)  # largest product seen, if known
     twin_of: str | None = field(default=None, compare=False)
+    level: str = field(default=ERROR, compare=False)  # error, warning or note (``levels``)
+    why: str = field(default="", compare=False)  # the level's reason, one line
+    stand_ins: tuple = field(default=(), compare=False)  # stand-in helpers it depends on
+    unsigned: bool = field(default=False, compare=False)
 
     @property
     def key(self):
@@ -43,8 +48,14 @@ class Finding:
 
     def message(self):
         operands = " * ".join(self.operands)
-        text = f"i32 multiply feeds a pointer offset: `{self.product}` ({operands})"
-        return text + (f"; {self.headroom}" if self.headroom else "")
+        kind = "u32" if self.unsigned else "i32"
+        text = f"{kind} multiply feeds a pointer offset: `{self.product}` ({operands})"
+        text += f"; {self.headroom}" if self.headroom else ""
+        text += f" [{self.why}]" if self.why else ""
+        if self.stand_ins:
+            names = ", ".join(f"`{name}`" for name in self.stand_ins)
+            text += f" (depends on {names}, which could not be loaded: a stand-in was used)"
+        return text
 
 
 def find_products(graph, kernel_name, ranges_env=None):
@@ -52,20 +63,38 @@ def find_products(graph, kernel_name, ranges_env=None):
     flow = Flow(graph)
     static = Ranges(graph, flow, None)
     ranges = Ranges(graph, flow, ranges_env) if ranges_env is not None else None
-    findings, visited = {}, set()
-    stack = list(_sink_offsets(graph, flow))
+    levels = Levels(graph, flow, static)
+    # A product is direct when it reaches an address without being multiplied again.
+    direct_products, scaled_products, visited = {}, {}, set()
+    stack = [(value, True) for value in _sink_offsets(graph, flow)]
     while stack:
-        value = stack.pop()
-        if value in visited:
+        value, direct = stack.pop()
+        if (value, direct) in visited:
             continue
-        visited.add(value)
+        visited.add((value, direct))
         op, _ = flow.producer(value)
-        if op is not None and op.name in PRODUCTS and is_i32(op.types[0]):
-            finding = _product_finding(op, flow, static, ranges, kernel_name)
-            if finding is not None:
-                findings.setdefault(finding.key, finding)
-        stack.extend(flow.sources(value))
+        is_product = op is not None and op.name in PRODUCTS
+        if is_product and is_i32(op.types[0]):
+            (direct_products if direct else scaled_products).setdefault(op.index, op)
+        under = direct and not (is_product and not _by_one(static, op))
+        stack.extend((source, under) for source in flow.sources(value))
+    findings = {}
+    for index, op in sorted({**scaled_products, **direct_products}.items()):
+        finding = _product_finding(op, flow, static, ranges, kernel_name, levels,
+                                   direct=index in direct_products)
+        if finding is not None:
+            known = findings.get(finding.key)
+            if known is None or _LEVEL_ORDER[finding.level] < _LEVEL_ORDER[known.level]:
+                findings[finding.key] = finding
     return sorted(findings.values(), key=lambda f: (f.file, f.line, f.product))
+
+
+_LEVEL_ORDER = {"error": 0, "warning": 1, "note": 2}
+
+
+def _by_one(static, op):
+    """A multiply by one (a unit stride) does not scale what it multiplies."""
+    return any(static.interval(v) == (1, 1) for v in op.operands[:2])
 
 
 def _sink_offsets(graph, flow):
@@ -124,7 +153,7 @@ def _tensor_pointer(flow, value):
     return None
 
 
-def _product_finding(op, flow, static, ranges, kernel_name):
+def _product_finding(op, flow, static, ranges, kernel_name, levels, direct):
     sides = [flow.origins(operand) for operand in op.operands[:2]]
     if not any(sides):
         return None  # constants only
@@ -140,8 +169,35 @@ def _product_finding(op, flow, static, ranges, kernel_name):
     described = tuple(" and ".join(sorted(o.describe() for o in side)) or "constant"
                       for side in sides)
     headroom, largest = (ranges or static).headroom(op, (left, right))
+    if direct and _in_block_pointer_offsets(file, line, column):
+        direct = "block offsets"
+    level, why = levels.level(op, direct, largest, facts_given=ranges is not None)
+    if product.startswith("a product inside ") and level == ERROR:
+        level, why = WARNING, f"{why}; inside Triton's library, which computes tile indices"
     return Finding(file=file, line=line, kernel=kernel_name, product=product,
-                   operands=described, column=column, headroom=headroom, largest=largest)
+                   operands=described, column=column, headroom=headroom, largest=largest,
+                   level=level, why=why)
+
+
+def _in_block_pointer_offsets(file, line, column):
+    """Whether the source at ``file:line:column`` is inside the ``offsets`` of a
+    ``tl.make_block_ptr`` or ``tl.advance`` (bounded by the block's shape)."""
+    tree = _source_tree(file)
+    if tree is None:
+        return False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not _contains(node, line, column):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+            getattr(node.func, "id", "")
+        position = {"make_block_ptr": 3, "advance": 1}.get(name)
+        if position is None:
+            continue
+        offsets = [k.value for k in node.keywords if k.arg == "offsets"]
+        offsets += node.args[position:position + 1]
+        if any(_contains(o, line, column) for o in offsets):
+            return True
+    return False
 
 
 def _is_product_on_line(flow, value, line):
@@ -192,6 +248,13 @@ def product_parts(file, line, column, shift=False, nested=None):
               or _innermost([n for n, r in on_line if _contains(n, line, column)])
               or (on_line[0][0] if len(on_line) == 1 else None))
     if chosen is None:
+        call = tree and _innermost([n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                                    and _contains(n, line, column)])
+        if call is not None:
+            # A product inside a library function (tl.swizzle2d), reported where it is called.
+            source = "".join(linecache.getlines(file))
+            called = " ".join((ast.get_source_segment(source, call.func) or "").split())
+            return f"a product inside {called}()", "", ""
         return text.strip() or "<source unavailable>", "", ""
     source = "".join(linecache.getlines(file))
 

@@ -26,6 +26,7 @@ class LaunchFacts:
     ints: dict = field(default_factory=dict)  # argument -> value
     tables: dict = field(default_factory=dict)  # pointer argument -> (smallest, largest)
     where: str = "at the recorded launch"
+    names: list = field(default_factory=list)  # the names an envelope gave, as given
 
 
 class Ranges:

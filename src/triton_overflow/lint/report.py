@@ -20,7 +20,8 @@ def shown(file, root=None):
 
 def finding_line(finding, root=None):
     twin = " [int32 twin]" if finding.twin_of else ""
-    return f"{shown(finding.file, root)}:{finding.line}: {finding.kernel}: {finding.message()}{twin}"
+    return (f"{shown(finding.file, root)}:{finding.line}: {finding.level}: {finding.kernel}: "
+            f"{finding.message()}{twin}")
 
 
 def as_text(report, paths=(), root=None):
@@ -32,6 +33,12 @@ def as_text(report, paths=(), root=None):
     flagged = sum(1 for r in report.results if r.findings)
     summary = (f"lint: {checked} {report.label} checked, {flagged} with findings, "
                f"{len(report.findings)} findings")
+    counts = [f"{sum(1 for f in report.findings if f.level == level)} {level}s"
+              for level in ("error", "warning", "note")]
+    if report.findings:
+        summary += " (" + ", ".join(counts) + ")"
+    if report.baseline is not None:
+        summary += f"; {len(report.failing)} not in the baseline"
     if report.problems:
         summary += f"; {len(report.problems)} could not be checked"
     lines.append(summary)
@@ -58,7 +65,16 @@ def _finding_dict(finding, root):
     return {"file": shown(finding.file, root), "line": finding.line, "column": finding.column,
             "kernel": finding.kernel, "product": finding.product,
             "operands": list(finding.operands), "headroom": finding.headroom or None,
-            "largest": finding.largest, "message": finding.message()}
+            "largest": finding.largest, "level": finding.level, "why": finding.why,
+            "stand_ins": list(finding.stand_ins), "fingerprint": fingerprint(finding, root),
+            "message": finding.message()}
+
+
+def fingerprint(finding, root=None):
+    """Stable across line moves: the file, the kernel and the product as written."""
+    import hashlib
+    text = f"{shown(finding.file, root)}|{finding.kernel}|{' '.join(finding.product.split())}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def as_sarif(report, root=None):
@@ -66,10 +82,10 @@ def as_sarif(report, root=None):
     results = []
     for finding in report.findings:
         results.append({
-            "ruleId": RULE, "level": "error",
+            "ruleId": RULE, "level": finding.level,
             "message": {"text": f"{finding.kernel}: {finding.message()}"},
             "locations": [_location(finding.file, finding.line, finding.column + 1, root)],
-            "partialFingerprints": {"kernelProduct": f"{finding.kernel}|{finding.product}"},
+            "partialFingerprints": {"kernelProduct/v1": fingerprint(finding, root)},
         })
     for problem in report.problems:
         file, _, line = problem.where.rpartition(":")

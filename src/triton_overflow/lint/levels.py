@@ -1,0 +1,178 @@
+"""How much a finding matters: ``error``, ``warning`` or ``note``, and why, in one line.
+
+Each side of a product is one of:
+
+* a **workload index**: it grows with the work a launch is given: ``program_id(0)``, a value
+  loaded from a table (a slot, a token, a page, an expert), an atomic's slot, a loop that
+  strides over the programs (persistent) or runs to a loaded count;
+* an **argument**: an int argument (a stride, a size), a loop from a constant to an argument
+  (a reduction over K, a walk along one row), a remainder by an argument, a computed value;
+* **bounded**: at most a number the kernel itself states: a constant or constexpr, a
+  ``tl.arange``, a program id of grid axis 1 or 2 (CUDA launches at most 65535 there), a loop
+  over constants, the program id of a persistent kernel (as many programs as the device runs).
+
+``error``: a workload index times an argument or another workload index, or times a bound when
+the product is itself the offset (``block * BLOCK_SIZE`` over a flat tensor, ``row * 151936``):
+what a reviewer asks to widen. ``warning``: bounded by what the kernel states (a bound times an
+argument, two arguments, a workload index times a bound that is scaled again before it reaches
+the address, like a tile's first row ``pid_m * BLOCK_M``). ``note``: bounded by numbers alone.
+Launch facts (``--launches``) or an envelope (``--limits``) replace the level by the answer:
+``error`` where the product reaches 2**31 there, ``note`` where it stays below.
+"""
+
+from triton_overflow.lint.flow import CARRIERS
+
+ERROR, WARNING, NOTE = "error", "warning", "note"
+LEVELS = (ERROR, WARNING, NOTE)
+BOUNDED, ARGUMENT, WORKLOAD = 1, 2, 3
+_DIVISIONS = {"arith.divsi", "arith.divui", "arith.ceildivsi", "arith.floordivsi",
+              "arith.shrsi", "arith.shrui"}
+_REMAINDERS = {"arith.remsi", "arith.remui"}
+
+
+class Levels:
+    """Classifies the operands of one compiled kernel's products."""
+
+    def __init__(self, graph, flow, static):
+        self.graph = graph
+        self.flow = flow
+        self.static = static
+        self._memo = {}
+        self.persistent = any(self._strides_over_programs(op) for op in graph.ops
+                              if op.name == "scf.for")
+
+    def level(self, op, direct, facts_largest=None, facts_given=False):
+        """(level, why) of a product op; ``direct`` when the product reaches the address
+        without being scaled again."""
+        sides = [self.side(v) for v in op.operands[:2]]
+        if facts_given and facts_largest is not None:
+            return (ERROR if facts_largest >= 2**31 else NOTE), ""  # the headroom says why
+        (high, high_why), (low, low_why) = sorted(sides, key=lambda s: -s[0])
+        if direct == "block offsets" and high == WORKLOAD and low == BOUNDED:
+            return WARNING, (f"{high_why} times {low_why}: an offset of a block pointer, "
+                             f"bounded by the block's shape")
+        if high == WORKLOAD:
+            if low >= ARGUMENT:
+                return ERROR, f"{high_why} grows with the workload; {low_why} can be any size"
+            if direct:
+                return ERROR, (f"{high_why} grows with the workload, times {low_why}, and the "
+                               f"product is the offset itself")
+            return WARNING, (f"{high_why} times {low_why}: an index that is scaled again "
+                             f"before the address, so it wraps only past 2**31 of them")
+        if high == ARGUMENT:
+            return WARNING, f"bounded by the kernel's own arguments: {high_why} times {low_why}"
+        return NOTE, f"bounded: {high_why} times {low_why}"
+
+    # --- one side ----------------------------------------------------------------------
+
+    def side(self, value):
+        """(class, description) of one operand."""
+        if value in self._memo:
+            return self._memo[value] or (ARGUMENT, "a value computed in a loop")
+        self._memo[value] = None  # a loop-carried cycle
+        found = self._side(value)
+        self._memo[value] = found
+        return found
+
+    def _side(self, value):
+        op, _ = self.flow.producer(value)
+        interval = self.static.interval(value)
+        if interval is not None and (op is None or op.name != "tt.get_program_id"):
+            return BOUNDED, f"at most {max(abs(interval[0]), abs(interval[1])):,}"
+        if op is None:
+            return self._argument_side(value)
+        name = op.name
+        if name == "tt.get_program_id":
+            if (op.axis or 0) == 0 and not self.persistent:
+                return WORKLOAD, "program_id(0)"
+            if (op.axis or 0) == 0:
+                return BOUNDED, "the program id of a persistent kernel (as many as the device runs)"
+            return BOUNDED, f"program_id({op.axis}) (at most 65,535 programs on that axis)"
+        if name == "tt.get_num_programs":
+            return ARGUMENT, f"num_programs({op.axis or 0})"
+        if name in ("tt.load", "tt.atomic_rmw", "tt.atomic_cas"):
+            root = self.flow.pointer_root(op.operands[0])
+            return WORKLOAD, f"a value loaded from `{root}`" if root else "a loaded value"
+        if name in _REMAINDERS:
+            divisor = self.side(op.operands[1])
+            return min(divisor[0], ARGUMENT), f"a remainder by {divisor[1]}"
+        if name in _DIVISIONS:
+            return self.side(op.operands[0])
+        if name == "arith.subi" and self._is_remainder(op):
+            divisor = self.side(self._remainder_divisor(op))
+            return min(divisor[0], ARGUMENT), f"a remainder by {divisor[1]}"
+        if name in ("arith.muli", "arith.shli"):
+            sides = [self.side(v) for v in op.operands[:2]]
+            grid = [self._grid_index(v) for v in op.operands[:2]]
+            for index in (0, 1):
+                if grid[index] and sides[1 - index][0] == ARGUMENT:
+                    return WORKLOAD, (f"a position ({sides[index][1]} times "
+                                      f"{sides[1 - index][1]})")
+            return max(sides, key=lambda s: s[0])
+        if name in ("arith.minsi", "arith.minui", "arith.andi"):
+            return min((self.side(v) for v in op.operands[:2]), key=lambda s: s[0])
+        if name in CARRIERS or name in ("scf.for", "scf.if", "scf.while", "tt.call",
+                                        "arith.maxsi", "arith.maxui"):
+            sources = self.flow.sources(value) if name not in ("arith.maxsi", "arith.maxui") \
+                else op.operands[:2]
+            sides = [self.side(v) for v in sources]
+            sides = [s for s in sides if s[0] > 0] or [(BOUNDED, "constants")]
+            return max(sides, key=lambda s: s[0])
+        return ARGUMENT, f"a computed value ({name})"
+
+    def _remainder_divisor(self, subtraction):
+        """``b`` of ``a - (a // b) * b`` (a remainder written out), else None."""
+        total, taken = subtraction.operands[:2]
+        product, _ = self.flow.producer(taken)
+        if product is None or product.name != "arith.muli":
+            return None
+        for quotient_value, divisor in (product.operands[:2], product.operands[1::-1]):
+            quotient, _ = self.flow.producer(quotient_value)
+            if quotient is not None and quotient.name in ("arith.divsi", "arith.divui") and \
+                    quotient.operands[0] == total and quotient.operands[1] == divisor:
+                return divisor
+        return None
+
+    def _is_remainder(self, subtraction):
+        return self._remainder_divisor(subtraction) is not None
+
+    def _grid_index(self, value):
+        """A program id of grid axis 1 or 2, or one divided or shifted by arguments: scaled by
+        a size it becomes a position along a dimension of unknown extent."""
+        origins = self.flow.origins(value)
+        axes = {o.name for o in origins if o.kind == "program id"}
+        others = {o.kind for o in origins} - {"program id", "int argument"}
+        return bool(axes) and "0" not in axes and not others
+
+    def _argument_side(self, value):
+        if value not in self.graph.block_args:
+            return ARGUMENT, "a computed value"
+        block, position = self.graph.block_args[value]
+        owner = self.graph.block_owner.get(block)
+        if owner is None:
+            return ARGUMENT, "a computed value"
+        op = self.graph.ops[owner[0]]
+        if op.name == "scf.for" and position == 0:
+            return self._loop_side(op)
+        if op.name == "tt.func":
+            leaf = self.flow.leaf(value)
+            if leaf is not None:
+                return ARGUMENT, leaf.describe()
+        sides = [self.side(v) for v in self.flow.sources(value)]
+        return max(sides, key=lambda s: s[0]) if sides else (ARGUMENT, "a computed value")
+
+    def _loop_side(self, loop):
+        if self._strides_over_programs(loop):
+            return WORKLOAD, "a loop that strides over the programs (a persistent kernel's rows)"
+        lower, upper = (self.side(v) for v in loop.operands[:2])
+        if upper[0] == WORKLOAD or lower[0] == WORKLOAD:
+            return WORKLOAD, f"a loop from {lower[1]} to {upper[1]}"
+        return ARGUMENT, f"a loop to {upper[1]}"
+
+    def _strides_over_programs(self, loop):
+        """A loop that starts at program_id(0) or steps by num_programs(0)."""
+        start, step = loop.operands[0], loop.operands[2]
+        kinds = {(o.kind, o.name) for o in self.flow.origins(start)}
+        steps = {(o.kind, o.name) for o in self.flow.origins(step)}
+        return ("program count", "0") in steps or ("program id", "0") in kinds and \
+            bool(steps - {("block offsets", "")})
