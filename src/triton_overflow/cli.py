@@ -8,8 +8,11 @@
 import argparse
 import sys
 
-EPILOG = ("exit codes of lint: 0 every kernel checked and nothing found; 1 findings; 2 nothing "
-          "found, nothing checked, or some kernels not checked and no findings")
+EPILOG = ("levels: error (can pass 2**31 at a realistic shape), warning and note (bounded by what "
+          "the kernel states). Exit codes of lint: 0 every kernel checked and no error; 1 at "
+          "least one error (with --fail-on warning, a warning too; with --baseline, only those "
+          "not in it); 2 no error, but nothing found, nothing checked, or some kernels not "
+          "checked")
 
 
 def main(argv=None):
@@ -33,6 +36,18 @@ def main(argv=None):
     lint.add_argument("--allow-empty", action="store_true",
                       help="exit 0, not 2, when the paths hold no kernel at all (for hooks that "
                       "pass every changed file)")
+    lint.add_argument("--fail-on", choices=("error", "warning", "note"), default="error",
+                      help="the least level that makes the exit code 1 (default: error)")
+    lint.add_argument("--baseline", metavar="FILE",
+                      help="fail only on findings not in FILE (written by --write-baseline); "
+                      "matched by file, kernel and product, not by line")
+    lint.add_argument("--write-baseline", metavar="FILE",
+                      help="record today's findings in FILE and exit 0 (unless nothing could "
+                      "be checked)")
+    lint.add_argument("--no-exec", action="store_true",
+                      help="run nothing of the files but what Triton needs to build the "
+                      "kernels (Triton's imports, literal constants, the jit functions); every "
+                      "other name is a stand-in: for code you do not trust")
     lint.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     lint.add_argument("--output", metavar="FILE", help="write the report here, not to stdout")
 
@@ -88,13 +103,21 @@ def _lint(args):
                   file=sys.stderr)
             return 2
         facts = None
-        if args.limits:
-            try:
+        try:
+            if args.limits:
                 facts = launches.parse_limits(args.limits)
-            except ValueError as error:
-                print(f"lint: {error}", file=sys.stderr)
-                return 2
-        result = lint(args.paths, twins=args.twins, facts=facts)
+            result = lint(args.paths, twins=args.twins, facts=facts, execute=not args.no_exec)
+        except ValueError as error:
+            print(f"lint: {error}", file=sys.stderr)
+            return 2
+    result.fail_on = args.fail_on
+    if args.baseline:
+        from triton_overflow.lint.baseline import Baseline
+        try:
+            result.baseline = Baseline.load(args.baseline)
+        except ValueError as error:
+            print(f"lint: {error}", file=sys.stderr)
+            return 2
     if args.format == "text":
         text = formats.as_text(result, args.paths)
     else:
@@ -107,4 +130,10 @@ def _lint(args):
         sys.stdout.write(text)
     if args.allow_empty and not result.results and not result.problems:
         return 0
+    if args.write_baseline:
+        from triton_overflow.lint.baseline import write
+        count = write(result, args.write_baseline)
+        print(f"lint: wrote {count} findings to the baseline {args.write_baseline}",
+              file=sys.stderr)
+        return 0 if result.results else result.exit_code
     return result.exit_code
