@@ -8,15 +8,20 @@ Without a recorded launch the types are read from the kernel itself, not from na
   parameter receives, directly or through local variables;
 * a pointer's elements are int32 when what is loaded through it is used as an integer: in
   another address, as a loop bound, in bitwise or integer-division arithmetic, as a random
-  seed, or cast to an integer type; otherwise fp32;
+  seed, or widened to int64 (a narrowing ``.to(tl.int32)`` is often of a float: no evidence);
+  int64 when what is loaded becomes a pointer (a table of raw addresses); otherwise fp32;
+* every branch that can pick an address (a ternary, ``tl.where``, an ``if`` assigning it)
+  makes its base a pointer;
 * every other int parameter is i32, as Triton types any int argument below 2**31, so a product
   that would wrap at run time is an i32 multiply here; a parameter passed to float math is fp32.
 
 Constexpr parameters take their default, the first autotune config's value, or a value their
-use suggests (a block size for ``tl.arange``, ``tl.float32`` for a dtype). A flag (a bool
-constexpr, or one tested by ``if``) is analysed with every value it can take, and an int
-constexpr compared with literals with each of them: a product behind ``if FLAG:`` whose default
-is False is seen all the same.
+use suggests (a block size for ``tl.arange``, ``tl.float32`` for a dtype, the default of the
+keyword they are passed as), and every guess is noted. A flag (a bool constexpr, or one tested
+by ``if``) is analysed with every value it can take, and an int constexpr compared with literals
+(here or in a helper it is passed to) with each of them: a product behind ``if FLAG:`` whose
+default is False is seen all the same. Two guessed constexprs compared with each other are
+analysed equal and unequal, so no guess decides a branch.
 """
 
 import ast

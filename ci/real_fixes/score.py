@@ -1,0 +1,144 @@
+"""The static check on real upstream int32 fixes: each file before and after its fix.
+
+``fixes.json`` names, for each pair, the public repository, the fix commit and its parent, the
+file, the products the fix widened (by line in the file before the fix) and the i32 products
+the fix left behind (by line in the file after it). No third-party code is kept here: the files
+are written from clones of those repositories, then linted as shipped (the engines are not
+installed) and scored:
+
+    python ci/real_fixes/score.py --repos DIR --corpus OUT
+
+``DIR/<owner>/<name>`` (or ``DIR/<owner>+<name>``) is a clone, bare or not, of each repository.
+The table says, per pair: the fixed sites reported at ``error`` before the fix, the residual
+products still at ``error`` after it, the other products of the fixed file at ``error``, the
+exit code after the fix, and the kernels that could not be checked.
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repos", required=True, type=Path, help="folder of the clones")
+    parser.add_argument("--corpus", required=True, type=Path, help="where the files go")
+    parser.add_argument("--no-exec", action="store_true", help="lint with --no-exec")
+    args = parser.parse_args(argv)
+    pairs = json.loads((HERE / "fixes.json").read_text())["pairs"]
+    totals = dict.fromkeys(("fixed", "hit", "residual", "residual_hit", "bounded",
+                            "bounded_error", "not_checked", "clean", "clean_exit_0",
+                            "invalid_json"), 0)
+    print("| pair | fixed sites at error before | residuals at error after | other products "
+          "at error after | exit after | not checked |")
+    print("|---|---|---|---|---|---|")
+    for pair in pairs:
+        before, after = _write_pair(pair, args.repos, args.corpus)
+        code_before, report_before = _lint(before, args.no_exec)
+        code_after, report_after = _lint(after, args.no_exec)
+        if report_before is None or report_after is None:
+            totals["invalid_json"] += 1
+            print(f"| {pair['repo']} {pair['path']} | lint printed something that is not JSON "
+                  f"|||||")
+            continue
+        row = _score(pair, report_before, report_after, code_after, totals)
+        print("| " + " | ".join(row) + " |")
+    _summary(totals)
+    return 0
+
+
+def _write_pair(pair, repos, corpus):
+    owner, name = pair["repo"].split("/")
+    candidates = (repos / owner / name, repos / f"{owner}+{name}",
+                  repos / f"{owner}+{name}" / "repo")
+    clone = next((p for p in candidates if (p / "HEAD").exists() or (p / ".git").exists()), None)
+    if clone is None:
+        sys.exit(f"no clone of {pair['repo']} under {repos}")
+    files = []
+    for side, commit in (("before", pair["parent_commit"]), ("after", pair["fix_commit"])):
+        target = corpus / f"{owner}__{name}" / pair["fix_commit"][:10] / side / \
+            Path(pair["path"]).name
+        if not target.exists():
+            shown = subprocess.run(["git", f"--git-dir={_git_dir(clone)}", "show",
+                                    f"{commit}:{pair['path']}"], capture_output=True)
+            if shown.returncode != 0:
+                sys.exit(f"{pair['repo']}: cannot read {pair['path']} at {commit}: "
+                         f"{shown.stderr.decode().strip()} (fetch that commit into the clone)")
+            text = shown.stdout
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(text)
+        files.append(target)
+    return files
+
+
+def _git_dir(clone):
+    return clone / ".git" if (clone / ".git").exists() else clone
+
+
+def _lint(path, no_exec):
+    command = [sys.executable, "-m", "triton_overflow", "lint", "--format", "json", str(path)]
+    done = subprocess.run(command + (["--no-exec"] if no_exec else []), capture_output=True,
+                          text=True, cwd=path.parent)
+    try:
+        return done.returncode, json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return done.returncode, None
+
+
+def _findings(report):
+    return [f for kernel in report["kernels"] for f in kernel["findings"]]
+
+
+def _normal(text):
+    return "".join((text or "").split())
+
+
+def _errors_on(report, line, product=None):
+    on_line = [f for f in _findings(report) if f["line"] == line]
+    same = [f for f in on_line if _normal(f["product"]) == _normal(product)]
+    return [f for f in (same or on_line) if f["level"] == "error"]
+
+
+def _score(pair, before, after, code_after, totals):
+    fixed = pair["fixed_sites"]
+    hit = [s for s in fixed if _errors_on(before, s["before_line"])]
+    residual = pair["residual_sites"]
+    residual_hit = [s for s in residual if _errors_on(after, s["after_line"], s["product"])]
+    known = {(s["after_line"], _normal(s["product"])) for s in residual}
+    others = [f for f in _findings(after) if (f["line"], _normal(f["product"])) not in known]
+    others_error = [f for f in others if f["level"] == "error"]
+    not_checked = len(before["not_checked"]) + len(after["not_checked"])
+    for key, value in (("fixed", len(fixed)), ("hit", len(hit)), ("residual", len(residual)),
+                       ("residual_hit", len(residual_hit)), ("bounded", len(others)),
+                       ("bounded_error", len(others_error)), ("not_checked", not_checked)):
+        totals[key] += value
+    if not residual:
+        totals["clean"] += 1
+        totals["clean_exit_0"] += code_after == 0
+    return [f"{pair['repo']} `{Path(pair['path']).name}` ({pair['fix_commit'][:8]})",
+            f"{len(hit)}/{len(fixed)}", f"{len(residual_hit)}/{len(residual)}",
+            f"{len(others_error)}/{len(others)}", str(code_after), str(not_checked)]
+
+
+def _summary(totals):
+    def share(part, whole):
+        return f"{part}/{whole} ({100 * part / whole:.1f}%)" if whole else "0/0"
+    print()
+    print(f"fixed sites at error before the fix: {share(totals['hit'], totals['fixed'])}")
+    print(f"residual products at error after it: "
+          f"{share(totals['residual_hit'], totals['residual'])}")
+    print(f"other products of the fixed files at error: "
+          f"{share(totals['bounded_error'], totals['bounded'])}")
+    print(f"fixed files without a residual that exit 0: "
+          f"{share(totals['clean_exit_0'], totals['clean'])}")
+    print(f"kernels not checked: {totals['not_checked']}; reports that are not JSON: "
+          f"{totals['invalid_json']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
