@@ -63,10 +63,11 @@ def test_widened_kernels_have_no_finding():
 
 def test_kernels_as_engines_ship_them_are_all_analysed_and_flagged_at_error():
     """The engine is not installed: decorator arguments, a helper and a module-level branch
-    come from it; a string constexpr, a constexpr equality, a pointer picked at run time, a
-    ``tl.tensor`` annotation, a table of raw addresses, a float table cast to an index and
-    ``tl.swizzle2d``. Every kernel is checked and every wrapping product is an error; the
-    products the kernels bound themselves are warnings."""
+    come from it; a string constexpr, two constexprs compared, one compared with a literal
+    only (``if EXTRA != 0``), a pointer picked at run time, a ``tl.tensor`` annotation, a table
+    of raw addresses, a float table cast to an index and ``tl.swizzle2d``. Every kernel is
+    checked and every wrapping product is an error; the products the kernels bound themselves
+    are warnings."""
     path = PLANTED / "shipped_overflowing.py"
     done = run_lint(path)
     assert done.returncode == 1, done.stdout + done.stderr
@@ -461,3 +462,22 @@ def test_a_sum_times_a_stride_keeps_its_parentheses(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert "`(row + 1) * stride`" in done.stdout, done.stdout
     assert "wraps once (row + 1) * stride reaches 2**31" in done.stdout, done.stdout
+
+
+UNSIGNED_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gather_kernel(x_ptr, idx_ptr, stride):
+    token = tl.load(idx_ptr + tl.program_id(0)).to(tl.uint32)
+    tl.store(x_ptr + token * stride, 1.0)
+"""
+
+
+def test_an_unsigned_product_names_its_own_limit(tmp_path):
+    done = run_lint(_write(tmp_path, "unsigned.py", UNSIGNED_KERNEL))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "u32 multiply feeds a pointer offset: `token * stride`" in done.stdout, done.stdout
+    assert "reaches 2**32" in done.stdout and "2**31" not in done.stdout, done.stdout

@@ -66,6 +66,14 @@ def constexpr_equality_kernel(x_ptr, stride, BS: tl.constexpr, BT: tl.constexpr)
         tl.store(x_ptr + offs, 2.0)
 
 
+
+@triton.jit
+def literal_inequality_kernel(x_ptr, stride, EXTRA: tl.constexpr):
+    row = tl.program_id(0)
+    if EXTRA != 0:
+        tl.store(x_ptr + row * stride, 1.0)  # <- wraps
+
+
 @triton.jit
 def runtime_branch_pointer_kernel(a_ptr, b_ptr, out_ptr, n_a, stride_a, stride_b):
     row = tl.program_id(0)

@@ -86,14 +86,15 @@ class CompilerDiagnostic(Exception):
 def check_kernel(kernel, facts=None):
     """The ``KernelResult`` of one ``discover.Kernel`` over every variant of its flags."""
     kernel_plan = plan(kernel.jit, kernel.configs)
-    types, first_error = _first_compiling_types(kernel, kernel_plan)
+    types, first_error, compiled = _first_compiling_types(kernel, kernel_plan)
     result = KernelResult(kernel.name, kernel.file, kernel.line, notes=list(kernel_plan.notes))
     findings = {}
     errors = []
-    for variant in kernel_plan.constexpr_variants:
+    for index, variant in enumerate(kernel_plan.constexpr_variants):
         variant_types, constexprs = _apply_variant(types, variant)
         try:
-            module, context = _compile(kernel.jit, variant_types, constexprs)
+            module, context = compiled if index == 0 and compiled else \
+                _compile(kernel.jit, variant_types, constexprs)
         except Exception as error:  # noqa: BLE001 - a flag combination may not compile
             errors.append(error)
             continue
@@ -173,17 +174,19 @@ def _arguments(jit, types):
 
 
 def _first_compiling_types(kernel, kernel_plan):
-    """The inferred types, or the first fallback typing whose default variant compiles."""
+    """(types, first error, the default variant compiled): the inferred types, or the first
+    fallback typing whose default variant compiles."""
     candidates = [kernel_plan.types] + [{**kernel_plan.types, **fallback}
                                        for fallback in kernel_plan.pointer_fallbacks]
     first_error = None
     for types in candidates:
         try:
-            _compile(kernel.jit, *_apply_variant(types, kernel_plan.constexpr_variants[0]))
-            return types, None
+            compiled = _compile(kernel.jit,
+                                *_apply_variant(types, kernel_plan.constexpr_variants[0]))
+            return types, None, compiled
         except Exception as error:  # noqa: BLE001 - try the next typing
             first_error = first_error or error
-    return kernel_plan.types, first_error
+    return kernel_plan.types, first_error, None
 
 
 def lint(paths, twins=False, facts=None, execute=True):

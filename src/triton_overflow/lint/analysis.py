@@ -174,9 +174,51 @@ def _product_finding(op, flow, static, ranges, kernel_name, levels, direct):
     level, why = levels.level(op, direct, largest, facts_given=ranges is not None)
     if product.startswith("a product inside ") and level == ERROR:
         level, why = WARNING, f"{why}; inside Triton's library, which computes tile indices"
+    unsigned = _unsigned(file, line)
+    if unsigned:
+        headroom = headroom.replace("2**31", "2**32")
     return Finding(file=file, line=line, kernel=kernel_name, product=product,
                    operands=described, column=column, headroom=headroom, largest=largest,
-                   level=level, why=why)
+                   level=level, why=why, unsigned=unsigned)
+
+
+_UNSIGNED = re.compile(r"\buint32\b|\bu32\b")
+
+
+def _unsigned(file, line):
+    """Whether the values on ``file:line`` are uint32 (cast, annotated or made so in the
+    kernel's assignments): Triton's IR does not say, its multiply wraps at 2**32."""
+    tree = _source_tree(file)
+    if tree is None:
+        return False
+    function = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+                     and node.lineno <= line <= node.end_lineno), None)
+    if function is None:
+        return False
+    source = "".join(linecache.getlines(file))
+    assigned = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+    typed = {a.arg for a in function.args.args if a.annotation is not None
+             and _UNSIGNED.search(ast.get_source_segment(source, a.annotation) or "")}
+    names = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)
+             and getattr(n, "lineno", 0) == line}
+    seen = set()
+    while names:
+        name = names.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in typed:
+            return True
+        for value in assigned.get(name, []):
+            if _UNSIGNED.search(ast.get_source_segment(source, value) or ""):
+                return True
+            names |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    return False
 
 
 def _in_block_pointer_offsets(file, line, column):

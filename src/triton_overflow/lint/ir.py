@@ -9,6 +9,7 @@ checked op by op against it.
 """
 
 import contextlib
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -328,6 +329,7 @@ def _caller_part(inner):
     return rest[:-1].strip() if rest.endswith(")") else rest
 
 
+@functools.lru_cache(maxsize=None)
 def _in_triton(file):
     import os
 

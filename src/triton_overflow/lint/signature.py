@@ -196,6 +196,14 @@ def _constexpr_values(name, default, config_values, usage):
     for literal in sorted(usage.compared.get(name, ()), key=repr):
         if literal not in options:
             options.append(literal)
+    literals = usage.compared.get(name, set())
+    if guessed and literals and all(option in literals for option in options):
+        # ``if X != 0:`` with X guessed as 0: a value equal to none of the literals too.
+        numbers = [v for v in literals if type(v) is int]
+        other = BLOCK_DEFAULT if name in usage.blocks else (max(numbers) + 1 if numbers else 16)
+        while other in literals:
+            other *= 2
+        options.append(other)
     if guessed:
         # An ordering against a literal (``if BLOCK > 64:``) is analysed on both sides.
         for literal in sorted(usage.ordered.get(name, ())):
