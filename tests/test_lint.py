@@ -141,6 +141,9 @@ def test_no_exec_runs_nothing_of_the_file_and_finds_the_same(tmp_path):
         assert findings(plain.stdout, ("error", "warning", "note")) == \
             findings(isolated.stdout, ("error", "warning", "note")), planted
         assert plain.returncode == isolated.returncode, planted
+        assert "could not check" not in isolated.stdout, isolated.stdout
+        assert plain.stdout.count(" kernels checked") == 1 and \
+            plain.stdout.splitlines()[-1] == isolated.stdout.splitlines()[-1], planted
 
 
 def test_safe_and_overflowing_plant_the_same_kernels():
@@ -481,3 +484,27 @@ def test_an_unsigned_product_names_its_own_limit(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert "u32 multiply feeds a pointer offset: `token * stride`" in done.stdout, done.stdout
     assert "reaches 2**32" in done.stdout and "2**31" not in done.stdout, done.stdout
+
+
+HEURISTICS_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.heuristics({"HAS_BIAS": lambda args: args["bias_ptr"] is not None})
+@triton.jit
+def biased_rows_kernel(x_ptr, bias_ptr, stride, HAS_BIAS: tl.constexpr):
+    row = tl.program_id(0)
+    if HAS_BIAS:
+        tl.store(x_ptr + row * stride, tl.load(bias_ptr))
+"""
+
+
+def test_no_exec_keeps_heuristics_and_checks_each_kernel_once(tmp_path):
+    """A heuristics dict of lambdas is kept without running the file (a lambda runs nothing
+    until called), and the kernel is checked once, never reported as undefined."""
+    path = _write(tmp_path, "heuristics.py", HEURISTICS_KERNEL)
+    for args in ((path, ), ("--no-exec", path)):
+        done = run_lint(*args)
+        assert done.returncode == 1 and "could not check" not in done.stdout, done.stdout
+        assert "1 kernels checked, 1 with findings" in done.stdout, done.stdout

@@ -129,10 +129,9 @@ def _find_in_file(file, found, execute):
         found.notes.append(f"{_shown(str(file), None)}: {note}")
     kernels, helpers = _kernels_of(module, file)
     found.kernels += kernels
-    reached = {(k.name, k.first_line) for k in kernels} | helpers
+    reached = [(k.name, k.first_line) for k in kernels] + list(helpers)
     for function in declared:
-        if (function.name, loader.first_line(function)) not in reached and \
-                function.name not in {name for name, _ in helpers}:
+        if not any(loader.defines(function, name, line) for name, line in reached):
             found.problems.append(Problem(f"{file}:{function.lineno}", "it could not be defined "
                                           "(see the note on this file)", kernel=function.name))
 

@@ -233,24 +233,27 @@ def _is_literal_assignment(statement):
     return _is_safe_expression(statement.value)
 
 
-def _is_safe_expression(node):
+def _is_safe_expression(node, lambdas=False):
     """A literal, a container of them, or ``tl.constexpr(...)`` / ``triton.Config(...)`` of
-    them: what can be evaluated without running the file's own code."""
+    them (and, with ``lambdas``, lambdas, which run nothing until called): what can be
+    evaluated without running the file's own code."""
     try:
         ast.literal_eval(node)
         return True
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         pass
+    if lambdas and isinstance(node, ast.Lambda):
+        return True
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return all(_is_safe_expression(e) for e in node.elts)
+        return all(_is_safe_expression(e, lambdas) for e in node.elts)
     if isinstance(node, ast.Dict):
-        return all(k is not None and _is_safe_expression(k) and _is_safe_expression(v)
-                   for k, v in zip(node.keys, node.values))
+        return all(k is not None and _is_safe_expression(k, lambdas) and
+                   _is_safe_expression(v, lambdas) for k, v in zip(node.keys, node.values))
     if isinstance(node, ast.Call):
         name = standins._dotted(node.func) or ""
         return name.split(".")[-1] in ("constexpr", "Config") and \
-            all(_is_safe_expression(a) for a in node.args) and \
-            all(k.arg and _is_safe_expression(k.value) for k in node.keywords)
+            all(_is_safe_expression(a, lambdas) for a in node.args) and \
+            all(k.arg and _is_safe_expression(k.value, lambdas) for k in node.keywords)
     if isinstance(node, ast.Attribute):
         return (standins._dotted(node) or "").split(".")[0] in ("tl", "triton", "language")
     return False
@@ -363,7 +366,7 @@ def _readable_call(call, namespace, execute):
 
 def _readable(node, namespace, execute):
     if not execute:
-        return _is_safe_expression(node) or isinstance(node, ast.Lambda)
+        return _is_safe_expression(node, lambdas=True)
     try:
         value = eval(compile(ast.Expression(node), "<decorator argument>", "eval"), namespace)
     except Exception:  # noqa: BLE001 - cannot be read here
@@ -426,18 +429,24 @@ def first_line(function):
     return min([function.lineno] + [d.lineno for d in function.decorator_list])
 
 
+def defines(function, name, line):
+    """Whether a jit function ``name`` whose code starts at ``line`` is ``function``'s
+    definition (with all its decorators, some, or none)."""
+    return name == function.name and first_line(function) <= line <= function.lineno
+
+
 def _define_unreached(module, tree, file, execute):
     """Define every declared jit function the load did not; keep each beside the module's
     names. Returns what could not be defined."""
     from pathlib import Path
-    defined = {(jit.fn.__name__, jit.fn.__code__.co_firstlineno)
+    defined = [(jit.fn.__name__, jit.fn.__code__.co_firstlineno)
                for jit in (jit_function_of(v) for v in _jit_values(module))
                if getattr(jit.fn, "__code__", None) is not None
-               and Path(jit.fn.__code__.co_filename).resolve() == Path(file).resolve()}
+               and Path(jit.fn.__code__.co_filename).resolve() == Path(file).resolve()]
     namespace = module.__dict__
     left_out = []
     for function in declared_jit_functions(tree):
-        if (function.name, first_line(function)) in defined:
+        if any(defines(function, name, line) for name, line in defined):
             continue
         missing = object()
         previous = namespace.get(function.name, missing)
