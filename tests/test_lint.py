@@ -508,3 +508,14 @@ def test_no_exec_keeps_heuristics_and_checks_each_kernel_once(tmp_path):
         done = run_lint(*args)
         assert done.returncode == 1 and "could not check" not in done.stdout, done.stdout
         assert "1 kernels checked, 1 with findings" in done.stdout, done.stdout
+
+
+def test_no_exec_stands_in_for_the_standard_library_and_never_crashes(tmp_path):
+    """Absolute imports of installed modules are stand-ins under --no-exec (loading socket.py
+    without running it once crashed the report); only the project's own files are loaded."""
+    text = "from socket import socketpair\nimport os.path as osp\n" + BUGGY_KERNEL
+    path = _write(tmp_path, "stdlib.py", text)
+    done = run_lint("--no-exec", "--format", "json", path)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["exit_code"] == 1, done.stdout + done.stderr
+    assert report["kernels"][0]["findings"][0]["product"] == "row * stride"

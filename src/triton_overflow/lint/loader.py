@@ -20,6 +20,7 @@ import ast
 import importlib
 import importlib.util
 import sys
+import sysconfig
 import types
 
 from triton_overflow.compat import jit_function_of
@@ -122,7 +123,10 @@ def _run_tolerantly(statement, file, module, left_out, execute):
             for inner in compound:
                 _run_tolerantly(inner, file, module, left_out, execute)
         elif _is_literal_assignment(statement):
-            _run(statement, file, namespace)
+            try:
+                _run(statement, file, namespace)
+            except Exception:  # noqa: BLE001 - a constant that cannot be bound is left out
+                left_out.append(f"line {statement.lineno}")
         return
     try:
         _run(statement, file, namespace)
@@ -171,7 +175,14 @@ def _module_file(statement, file):
             base = base.parent
         bases = [base]
     else:
-        bases = [Path(entry or ".").resolve() for entry in sys.path]
+        installed = {Path(p).resolve() for p in
+                     (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+                      sysconfig.get_paths()["platlib"])}
+        # The project's own files only: the standard library and installed packages are
+        # stand-ins (loading them would be slow, and they define no kernel of the project).
+        bases = [base for base in (Path(entry or ".").resolve() for entry in sys.path)
+                 if not any(base == root or root in base.parents for root in installed)
+                 and "site-packages" not in base.parts]
     for base in bases:
         candidate = base.joinpath(*parts)
         for path in (candidate.with_suffix(".py"), candidate / "__init__.py"):
@@ -230,7 +241,8 @@ def _bind_triton_names(statement, namespace):
 def _is_literal_assignment(statement):
     if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None:
         return False
-    return _is_safe_expression(statement.value)
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    return all(isinstance(t, ast.Name) for t in targets) and _is_safe_expression(statement.value)
 
 
 def _is_safe_expression(node, lambdas=False):
