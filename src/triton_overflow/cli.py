@@ -1,6 +1,7 @@
 """The command line: ``triton-overflow`` (or ``python -m triton_overflow``).
 
-* ``lint PATH...``: the static check (exit 0 clean, 1 findings, 2 not everything checked);
+* ``lint PATH...``: the static check (exit 0 no error, 1 an error, 2 no error but not everything
+  checked);
 * ``record -o FILE -- COMMAND...``: run any command with Triton's launches recorded;
 * ``validate``: run the test suite and print the kernel x detector table.
 """
