@@ -118,11 +118,9 @@ def _with_stand_ins(findings, kernel):
     from dataclasses import replace
 
     from triton_overflow.lint import standins
-    from triton_overflow.lint.analysis import _source_tree
     if not kernel.standins:
         return list(findings)
-    tree = _source_tree(kernel.file)
-    return [replace(f, stand_ins=tuple(standins.depends_on(tree, f.line, kernel.standins)))
+    return [replace(f, stand_ins=tuple(standins.depends_on(f.file, f.line, kernel.standins)))
             if f.file == kernel.file else f for f in findings]
 
 

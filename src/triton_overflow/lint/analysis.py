@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from triton_overflow.lint.flow import PRODUCTS, Flow, is_i32
-from triton_overflow.lint.levels import ERROR, WARNING, Levels
+from triton_overflow.lint.levels import ERROR, LEVELS, WARNING, Levels
 from triton_overflow.lint.ranges import INT32_LIMIT, Ranges
 
 MARKER = re.compile(r"#\s*overflow-lint:\s*(.*)$")
@@ -84,12 +84,9 @@ def find_products(graph, kernel_name, ranges_env=None):
                                    direct=index in direct_products)
         if finding is not None:
             known = findings.get(finding.key)
-            if known is None or _LEVEL_ORDER[finding.level] < _LEVEL_ORDER[known.level]:
+            if known is None or LEVELS.index(finding.level) < LEVELS.index(known.level):
                 findings[finding.key] = finding
     return sorted(findings.values(), key=lambda f: (f.file, f.line, f.product))
-
-
-_LEVEL_ORDER = {"error": 0, "warning": 1, "note": 2}
 
 
 def _by_one(static, op):
@@ -188,37 +185,42 @@ _UNSIGNED = re.compile(r"\buint32\b|\bu32\b")
 def _unsigned(file, line):
     """Whether the values on ``file:line`` are uint32 (cast, annotated or made so in the
     kernel's assignments): Triton's IR does not say, its multiply wraps at 2**32."""
-    tree = _source_tree(file)
-    if tree is None:
-        return False
-    function = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
-                     and node.lineno <= line <= node.end_lineno), None)
+    function, values, names = line_values(file, line)
     if function is None:
         return False
     source = "".join(linecache.getlines(file))
-    assigned = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    assigned.setdefault(target.id, []).append(node.value)
     typed = {a.arg for a in function.args.args if a.annotation is not None
              and _UNSIGNED.search(ast.get_source_segment(source, a.annotation) or "")}
-    names = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)
-             and getattr(n, "lineno", 0) == line}
-    seen = set()
-    while names:
-        name = names.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in typed:
-            return True
-        for value in assigned.get(name, []):
-            if _UNSIGNED.search(ast.get_source_segment(source, value) or ""):
-                return True
-            names |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-    return False
+    return bool(typed & names) or any(
+        _UNSIGNED.search(ast.get_source_segment(source, value) or "") for value in values)
+
+
+def line_values(file, line):
+    """(the jit function holding ``file:line``, the expressions the values on that line are
+    computed from through its local assignments, the names they use)."""
+    tree = _source_tree(file)
+    function = tree and next((node for node in ast.walk(tree)
+                              if isinstance(node, ast.FunctionDef)
+                              and node.lineno <= line <= node.end_lineno), None)
+    if function is None:
+        return None, [], set()
+    assigned = {}
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value:
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        assigned.setdefault(name.id, []).append(node.value)
+    values = [n for n in ast.walk(function) if isinstance(n, ast.expr)
+              and getattr(n, "lineno", None) == line]
+    names, pending = set(), list(values)
+    while pending:
+        for inner in ast.walk(pending.pop()):
+            if isinstance(inner, ast.Name) and inner.id not in names:
+                names.add(inner.id)
+                values += assigned.get(inner.id, [])
+                pending += assigned.get(inner.id, [])
+    return function, values, names
 
 
 def _in_block_pointer_offsets(file, line, column):

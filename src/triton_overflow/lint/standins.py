@@ -105,33 +105,15 @@ def replace_called(jit_functions, namespace):
     return sorted(calls)
 
 
-def depends_on(tree, product_line, names):
-    """Which of the stand-ins ``names`` the values on ``product_line`` of a kernel's source
-    ``tree`` are computed from (through the kernel's local assignments)."""
-    if not names or tree is None:
+def depends_on(file, product_line, names):
+    """Which of the stand-ins ``names`` the values on ``file:product_line`` are computed from
+    (through the kernel's local assignments)."""
+    from triton_overflow.lint.analysis import line_values
+    if not names:
         return []
-    assigned = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        assigned.setdefault(name.id, []).append(node.value)
-    pending = [n for n in ast.walk(tree) if getattr(n, "lineno", None) == product_line
-               and isinstance(n, ast.expr)]
-    found, seen = set(), set()
-    while pending:
-        node = pending.pop()
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Call):
-                path = _dotted(inner.func)
-                if path in names:
-                    found.add(path)
-            if isinstance(inner, ast.Name) and inner.id in assigned and inner.id not in seen:
-                seen.add(inner.id)
-                pending.extend(assigned[inner.id])
-    return sorted(found)
+    _, values, _ = line_values(file, product_line)
+    return sorted({path for value in values for inner in ast.walk(value)
+                   if isinstance(inner, ast.Call) and (path := _dotted(inner.func)) in names})
 
 
 def _unpacked_arity(tree):
