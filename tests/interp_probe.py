@@ -126,3 +126,53 @@ def xor_reductions(rows=8, columns=16):
         k[:, ::-1].ravel(), (-np.sort(-values.numpy(), 1)).view(np.int32).ravel()])
     return {"kernel": out.tolist(), "numpy": expected.astype(np.int32).tolist(),
             "vectorised": compat._xor_reductions_installed}
+
+
+@triton.jit
+def _grid_stride_kernel(out_ptr, visits_ptr, rows):
+    for row in tl.range(tl.program_id(0), rows, tl.num_programs(0)):
+        tl.store(out_ptr + row, row + 1)
+        tl.atomic_add(visits_ptr, 1)
+
+
+def grid_stride_rows(rows, grid, selected):
+    """Which rows a grid-stride kernel writes, and how many loop iterations ran, when only
+    the programs touching ``selected`` rows run."""
+    out = torch.zeros(rows, dtype=torch.int32)
+    visits = torch.zeros(1, dtype=torch.int32)
+    with only_programs(selected):
+        _grid_stride_kernel[(grid, )](out, visits, rows)
+    return {"written": out.nonzero().flatten().tolist(), "visits": int(visits)}
+
+
+def rows_outside_a_plain_grid(rows, grid, selected):
+    out = torch.zeros(rows, dtype=torch.int32)
+    count = torch.zeros(1, dtype=torch.int32)
+    with only_programs(selected):
+        _mark_rows_kernel[(grid, )](out, count)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 8}), triton.Config({"BLOCK": 16})],
+                 key=["n"])
+@triton.jit
+def _autotuned_fill_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + cols, BLOCK, mask=cols < n)
+
+
+def autotuned_fill(which):
+    from triton_overflow.interp import configs_without_benchmarks
+    out = torch.zeros(32, dtype=torch.int32)
+    with configs_without_benchmarks(which) as ran:
+        _autotuned_fill_kernel[lambda meta: (triton.cdiv(32, meta["BLOCK"]), )](out, 32)
+    return {"values": sorted(set(out.tolist())), "ran": ran}
+
+
+def presented_device(model):
+    from triton_overflow.device_view import presented
+    with presented(model):
+        properties = torch.cuda.get_device_properties(torch.device("cpu"))
+        driver = triton.runtime.driver.active
+        return {"torch": properties.multi_processor_count,
+                "triton": driver.utils.get_device_properties(0)["multiprocessor_count"],
+                "capability": list(torch.cuda.get_device_capability())}

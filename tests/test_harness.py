@@ -157,7 +157,7 @@ def test_interpreter_runs_only_the_selected_programs():
 def test_wrap_check_names_the_line_and_spares_unsigned_wraps():
     outcome = run_isolated("tests.interp_probe:wrapping_product", {}, mode=INTERPRETER,
                            timeout=300)
-    assert outcome.status == "failed" and outcome.error == "Int32WrapError", outcome.output
+    assert outcome.wrapped, outcome.output
     assert "interp_probe.py" in outcome.message and "65536 * 32768" in outcome.message
     outcome = run_isolated("tests.interp_probe:unsigned_wrap", {}, mode=INTERPRETER, timeout=300)
     assert outcome.status == "passed" and outcome.value == 0, outcome.output
@@ -166,7 +166,7 @@ def test_wrap_check_names_the_line_and_spares_unsigned_wraps():
 @pytest.mark.selftest
 def test_wrap_check_covers_left_shifts():
     outcome = run_isolated("tests.interp_probe:wrapping_shift", {}, mode=INTERPRETER, timeout=300)
-    assert outcome.status == "failed" and outcome.error == "Int32WrapError", outcome.output
+    assert outcome.wrapped, outcome.output
     assert "<<" in outcome.message and "interp_probe.py" in outcome.message
 
 
@@ -180,7 +180,7 @@ def test_interpreted_loop_variables_are_int32_like_the_gpus():
     outcome = run_isolated("tests.interp_probe:persistent_rows", {"widen": False,
                                                                   "stride": 2**30},
                            mode=INTERPRETER, timeout=300)
-    assert outcome.status == "failed" and outcome.error == "Int32WrapError", outcome.output
+    assert outcome.wrapped, outcome.output
 
 
 @pytest.mark.selftest
@@ -209,7 +209,7 @@ def test_isolation_contains_a_planted_fault():
         mode=mode.DEVICE if on_gpu else INTERPRETER, timeout=600)
     assert outcome.status in ("crashed", "failed"), outcome.summary()
     if outcome.status == "failed":
-        assert outcome.device_fault or outcome.error in ("RowMismatch", "AssertionError"), \
+        assert outcome.faulted or outcome.wrong_row, \
             outcome.summary()
     from kernels.logprob import compute_token_ranks
     device = torch.device("cpu" if mode.interpreted() else "cuda")
@@ -236,3 +236,111 @@ def test_a_serial_run_interprets_kernels_when_a_conftest_imports_triton(tmp_path
     done = run_python("-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
                       "--overflow-mode=interpreter", cwd=tmp_path)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.selftest
+def test_a_grid_stride_kernel_runs_only_the_planted_rows():
+    """Rows past a persistent grid map to program ``row % grid``, and its loop visits only
+    the planted rows it owns: two iterations for two rows of 50000."""
+    outcome = run_isolated("tests.interp_probe:grid_stride_rows",
+                           {"rows": 50000, "grid": 132, "selected": [3, 40001]},
+                           mode=INTERPRETER, timeout=300)
+    assert outcome.status == "passed", outcome.output
+    assert outcome.value == {"written": [3, 40001], "visits": 2}
+
+
+@pytest.mark.selftest
+def test_rows_outside_a_grid_without_a_grid_stride_loop_say_what_to_write():
+    outcome = run_isolated("tests.interp_probe:rows_outside_a_plain_grid",
+                           {"rows": 20, "grid": 4, "selected": [1, 17]}, mode=INTERPRETER,
+                           timeout=300)
+    assert outcome.status == "failed" and outcome.error == "ValueError", outcome.output
+    assert "launch grid is (4, 1, 1)" in outcome.message
+    assert "programs(run)" in outcome.message
+
+
+@pytest.mark.selftest
+@pytest.mark.parametrize("which, values", [("first", [8]), ("each", [16])])
+def test_autotuned_kernels_run_in_the_interpreter_without_benchmarks(which, values):
+    """No GPU driver is needed: the first config runs, or each in turn (the last one's
+    values stay), and the run says which."""
+    outcome = run_isolated("tests.interp_probe:autotuned_fill", {"which": which},
+                           mode=INTERPRETER, timeout=300)
+    assert outcome.status == "passed", outcome.output
+    assert outcome.value["values"] == values
+    [line] = outcome.value["ran"]
+    assert line.startswith("_autotuned_fill_kernel: BLOCK: 8")
+    assert ("the first of 2 configs" if which == "first" else "each of 2 configs") in line
+
+
+@pytest.mark.selftest
+@pytest.mark.parametrize("model, multiprocessors", [("H100", 132), ("A100", 108)])
+def test_launchers_see_the_presented_gpu(model, multiprocessors):
+    outcome = run_isolated("tests.interp_probe:presented_device", {"model": model},
+                           mode=INTERPRETER, timeout=300)
+    assert outcome.status == "passed", outcome.output
+    assert outcome.value["torch"] == outcome.value["triton"] == multiprocessors
+
+
+@pytest.mark.parametrize("outcome, caught", [
+    (Outcome("failed", 1.0, error="Int32WrapError", message="k.py:3 in k: int32 * wraps"), True),
+    (Outcome("crashed", 1.0, returncode=-signal.SIGSEGV), True),
+    (Outcome("failed", 1.0, error="RowMismatch", message="row 16447 ..."), True),
+    (Outcome("crashed", 1.0, returncode=-signal.SIGKILL), False),
+    (Outcome("timeout", 900.0), False),
+    (Outcome("failed", 1.0, error="ValueError", message="bad argument"), False),
+], ids=["wrap check", "segfault before the checked rows", "wrong row", "killed", "timeout",
+        "another error"])
+def test_an_interpreted_twin_is_caught_by_a_wrap_a_wrong_row_or_a_fault(outcome, caught):
+    from triton_overflow.tiers import interpreter_caught
+    assert interpreter_caught(outcome) is caught
+
+
+def test_run_level_expectations_override_a_cases_expect():
+    from triton_overflow.cases import OVERFLOWS, SAFE, expectation, set_expectations
+    from tests.cases.min_p import MIN_P
+    try:
+        set_expectations(["apply_min_*=overflows", "*=safe"])
+        assert expectation(MIN_P) == OVERFLOWS
+        set_expectations(["other=overflows"])
+        assert expectation(MIN_P) == MIN_P.expect == SAFE
+        with pytest.raises(ValueError, match="CASE_GLOB=safe or CASE_GLOB=overflows"):
+            set_expectations(["min_p=broken"])
+    finally:
+        set_expectations([])
+
+
+@pytest.mark.static
+def test_the_static_tier_checks_what_the_case_launches_not_the_module():
+    """The module holds a WIDEN=False path (the module's lint fails); the fixed launcher never
+    takes it, so its case passes; the buggy launcher's case has the error at its line."""
+    from tests.engine_shaped import SCALE_ROWS, SCALE_ROWS_UNWIDENED
+    from triton_overflow.case_static import static_summary
+    from triton_overflow.tiers import lint_summary
+    assert lint_summary("tests.engine_shaped", False)["exit"] == 1
+    fixed = static_summary(SCALE_ROWS, twin=False)
+    assert fixed["exit"] == 0 and fixed["kernels"] == ["_scale_rows_kernel"], fixed["text"]
+    buggy = static_summary(SCALE_ROWS_UNWIDENED, twin=False)
+    errors = {f["where"] for f in buggy["findings"] if f["level"] == "error"}
+    assert errors == {"tests/engine_shaped.py:24", "tests/engine_shaped.py:25"}, buggy["text"]
+    twin = static_summary(SCALE_ROWS, twin=True)
+    assert twin["exit"] == 1 and {f["kernel"] for f in twin["findings"]} == {"_scale_rows_kernel"}
+
+
+@pytest.mark.selftest
+@pytest.mark.huge
+@pytest.mark.parametrize("case, twin, expected", [
+    ("SCALE_ROWS", False, "passed"), ("SCALE_ROWS", True, "wrapped"),
+    ("SCALE_ROWS_UNWIDENED", False, "wrapped")])
+def test_an_engine_shaped_kernel_needs_no_override_in_the_interpreter(case, twin, expected):
+    """Autotuned, persistent, device-sized: the huge case runs as written, in seconds."""
+    outcome = run_isolated("triton_overflow.runner:run_case",
+                           dict(case=f"tests.engine_shaped:{case}", mode="negative",
+                                backend="lazy-host", twin=twin, wrap_check=True),
+                           mode=INTERPRETER, timeout=600)
+    if expected == "passed":
+        assert outcome.status == "passed", outcome.output
+        assert "the first of 2 configs" in outcome.value["configs"][0]
+    else:
+        assert outcome.wrapped and ".py:24 in _scale_rows_kernel" in outcome.message, outcome.output
+        assert "engine_shaped" in outcome.message

@@ -84,7 +84,11 @@ class Case:
     Class attributes: ``name`` (unique; the report's row), ``module`` (the dotted name of the
     module whose launcher the case calls: its int32 twin is derived from its source),
     ``width`` and ``dtype`` of a row of the huge tensor, ``row_stride`` (None: ``width``),
-    ``expect`` (``SAFE`` or ``OVERFLOWS``).
+    ``expect`` (``SAFE`` or ``OVERFLOWS``). In the interpreter the launcher sees the GPU
+    ``interpreted_gpu`` (a key of ``device_view.GPU_MODELS``) and autotuned kernels run their
+    ``autotune_configs`` ("first" or "each") without benchmarks. ``limits`` states the
+    envelope the static tier judges the case's kernels at (``{"num_reqs": 4096}``: an
+    argument's largest value; ``rows``/``grid0``: programs of axis 0), as ``lint --limits``.
     """
 
     name: ClassVar[str]
@@ -94,6 +98,9 @@ class Case:
     row_stride: ClassVar[int | None] = None
     expect: ClassVar[str] = SAFE
     run_poison_slots: ClassVar[bool] = True
+    interpreted_gpu: ClassVar[str] = "H100"
+    autotune_configs: ClassVar[str] = "first"
+    limits: ClassVar[dict] = {}
 
     def random_row(self, generator, width):
         """Planted data for one row: normal floats, or small ints for an int table."""
@@ -253,6 +260,32 @@ def resolve_case(reference):
     if attribute.endswith("()"):
         return getattr(module, attribute[:-2])()
     return getattr(module, attribute)
+
+
+_expectation_rules = []  # (case name glob, SAFE or OVERFLOWS), from the run's options
+
+
+def set_expectations(rules):
+    """Override cases' ``expect`` for this run: ``["GLOB=overflows", "GLOB=safe", ...]`` (the
+    first glob that matches a case's name wins). Raises ``ValueError`` on a malformed rule."""
+    parsed = []
+    for rule in rules:
+        glob, sep, value = rule.rpartition("=")
+        value = value.strip().lower()
+        if not sep or not glob.strip() or value not in (SAFE, OVERFLOWS):
+            raise ValueError(f"an expectation is CASE_GLOB=safe or CASE_GLOB=overflows; got "
+                             f"{rule!r}")
+        parsed.append((glob.strip(), value))
+    _expectation_rules[:] = parsed
+
+
+def expectation(case):
+    """``SAFE`` or ``OVERFLOWS``: the run's rule for the case's name, else its ``expect``."""
+    from fnmatch import fnmatchcase
+    for glob, value in _expectation_rules:
+        if fnmatchcase(case.name, glob):
+            return value
+    return case.expect
 
 
 def validate_case(case):

@@ -201,6 +201,9 @@ def _is_loop_range(func):
     return isinstance(func, ast.Attribute) and func.attr == "range"
 
 
+loop_filter = None  # (start, end, step, values) -> the values an interpreted loop visits
+
+
 def int32_loop_range(*args, **_options):
     """What the GPU's loop variable is: an integer scalar tensor, int64 when a bound is."""
     bounds = [_as_int(value) for value in args]
@@ -208,7 +211,10 @@ def int32_loop_range(*args, **_options):
     start, end, step = ((0, bounds[0], 1) if len(bounds) == 1 else
                         (bounds[0], bounds[1], 1) if len(bounds) == 2 else tuple(bounds[:3]))
     dtype = np.int64 if wide else np.int32
-    for value in range(start, end, step):
+    values = range(start, end, step)
+    if loop_filter is not None:
+        values = loop_filter(start, end, step, values)
+    for value in values:
         yield scalar_handle(value, dtype)
 
 

@@ -38,10 +38,13 @@ class Int32WrapError(ArithmeticError):
 
 @contextlib.contextmanager
 def only_programs(axis0_ids):
-    """Run only these axis-0 program ids in every interpreted launch inside the block.
+    """Run only the programs that touch these axis-0 rows in every interpreted launch inside
+    the block, while ``tl.num_programs(0)`` still reports the real grid.
 
     ``axis0_ids`` is a list for every kernel, or a dict from kernel name to list (kernels not
-    named run whole).
+    named run whole). Row ``r`` is program ``r``; when the grid is smaller than the rows (a
+    persistent kernel), row ``r`` is program ``r % grid``, and inside it a grid-stride loop
+    (``range(program_id(0), n, num_programs(0))``) visits only the listed rows it owns.
     """
     compat.require_interpreter()
     per_kernel = axis0_ids if isinstance(axis0_ids, dict) else None
@@ -51,8 +54,7 @@ def only_programs(axis0_ids):
         if not ids or ids[0] < 0:
             raise ValueError(f"program ids of {name or 'every kernel'} must be non-negative and "
                              f"not empty; got {ids[:4]}")
-    real_grid = {}
-    state = {"ids": None}
+    launch = _Selection()
     executor_class = compat.grid_executor()
     builder = compat.interpreter_builder()
     original_call = executor_class.__call__
@@ -62,43 +64,68 @@ def only_programs(axis0_ids):
     def call(executor, *args, **kwargs):
         name = executor.fn.__name__
         if per_kernel is not None and name not in per_kernel:
-            state["ids"] = None
             return original_call(executor, *args, **kwargs)
-        ids = selections[name if per_kernel is not None else None]
         grid = executor.grid
-
-        def selected(meta):
-            full = tuple(grid(meta) if callable(grid) else grid)
-            full = full + (1, ) * (3 - len(full))
-            if ids[-1] >= full[0]:
-                raise ValueError(f"program id {ids[-1]} is outside the launch grid {full} of {name}")
-            real_grid["dims"] = full
-            return (len(ids), full[1], full[2])
-
-        executor.grid = selected
-        state["ids"] = ids
+        executor.grid = lambda meta: launch.begin(
+            name, selections[name if per_kernel is not None else None],
+            grid(meta) if callable(grid) else grid)
         try:
-            return original_call(executor, *args, **kwargs)
+            result = original_call(executor, *args, **kwargs)
+            launch.finish()
+            return result
         finally:
             executor.grid = grid
-            state["ids"] = None
+            launch.programs = None
 
     def program_id(self, axis):
         handle = original_pid(self, axis)
-        if axis == 0 and state["ids"] is not None:
-            handle.data = np.array([state["ids"][self.grid_idx[0]]], dtype=np.int32)
+        if axis == 0 and launch.programs is not None:
+            handle.data = np.array([launch.programs[self.grid_idx[0]]], dtype=np.int32)
         return handle
 
     def num_programs(self, axis):
         handle = original_nprog(self, axis)
-        if axis == 0 and state["ids"] is not None:
-            handle.data = np.array([real_grid["dims"][0]], dtype=np.int32)
+        if axis == 0 and launch.programs is not None:
+            handle.data = np.array([launch.grid[0]], dtype=np.int32)
         return handle
 
     with compat.patched(executor_class, __call__=call), \
             compat.patched(builder, create_get_program_id=program_id,
-                           create_get_num_programs=num_programs):
+                           create_get_num_programs=num_programs), \
+            compat.patched(compat, loop_filter=launch.loop_values):
         yield
+
+
+class _Selection:
+    """The programs one interpreted launch runs, and the rows its grid-stride loops visit."""
+
+    def __init__(self):
+        self.programs = None
+
+    def begin(self, name, rows, full_grid):
+        full = tuple(full_grid) + (1, ) * (3 - len(tuple(full_grid)))
+        self.name, self.rows, self.grid, self.strided_loops = name, rows, full, 0
+        self.persistent = rows[-1] >= full[0]
+        self.programs = sorted({row % full[0] for row in rows}) if self.persistent else rows
+        return (len(self.programs), full[1], full[2])
+
+    def finish(self):
+        if self.persistent and not self.strided_loops:
+            raise ValueError(
+                f"{self.name}: rows up to {self.rows[-1]} are planted but the launch grid is "
+                f"{self.grid}, and no program looped over rows as "
+                f"`range(tl.program_id(0), rows, tl.num_programs(0))`: say which programs "
+                f"touch the planted rows with the case's `programs(run)`")
+
+    def loop_values(self, start, end, step, values):
+        """A grid-stride loop of a selected program visits only the planted rows it owns."""
+        if self.programs is None or step != self.grid[0] or step <= 1:
+            return values
+        program = self.programs[compat.interpreter().interpreter_builder.grid_idx[0]]
+        if start != program:
+            return values
+        self.strided_loops += 1
+        return [row for row in self.rows if row % step == program % step and start <= row < end]
 
 
 @contextlib.contextmanager
@@ -164,3 +191,36 @@ def unwrap_interpreter_error(error):
     while error.__cause__ is not None and type(error).__name__ == "InterpreterError":
         error = error.__cause__
     return error
+
+
+@contextlib.contextmanager
+def configs_without_benchmarks(which="first"):
+    """Autotuned kernels run without the autotuner's benchmark, which needs a GPU driver:
+    with their first config (``which="first"``) or each config in turn (``"each"``).
+
+    Yields a list that collects one line per launch: the kernel and the configs it ran.
+    """
+    if which not in ("first", "each"):
+        raise ValueError(f"configs must be 'first' or 'each'; got {which!r}")
+    from triton.runtime.autotuner import Autotuner
+    original_run = Autotuner.run
+    ran = []
+
+    def run(tuner, *args, **kwargs):
+        configs = list(tuner.configs)
+        chosen = configs if which == "each" else configs[:1]
+        result = None
+        for config in chosen:
+            tuner.configs = [config]
+            try:
+                result = original_run(tuner, *args, **kwargs)
+            finally:
+                tuner.configs = configs
+        line = (f"{tuner.base_fn.__name__}: {'; '.join(map(str, chosen))} "
+                f"({'each' if which == 'each' else 'the first'} of {len(configs)} configs)")
+        if line not in ran:
+            ran.append(line)
+        return result
+
+    with compat.patched(Autotuner, run=run):
+        yield ran

@@ -27,6 +27,8 @@ from triton_overflow.mode import child_environment, configure
 
 ILLEGAL_ACCESS = ("illegal memory access", "misaligned address", "device-side assert",
                   "unspecified launch failure")
+FAULT_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL}
+WRONG_ROW_ERRORS = ("RowMismatch", "AssertionError")
 
 
 @dataclass
@@ -44,6 +46,25 @@ class Outcome:
     def device_fault(self):
         text = f"{self.error} {self.message} {self.output}".lower()
         return any(marker in text for marker in ILLEGAL_ACCESS)
+
+    @property
+    def faulted(self):
+        """A memory fault: a fault signal killed the process, or the device reported an
+        illegal access. Never an out-of-memory kill or a timeout."""
+        if self.status == "crashed":
+            code = self.returncode
+            return code is not None and code < 0 and signal.Signals(-code) in FAULT_SIGNALS
+        return self.status == "failed" and self.device_fault
+
+    @property
+    def wrong_row(self):
+        """The case's check found a row that is not what the reference says."""
+        return self.status == "failed" and self.error in WRONG_ROW_ERRORS
+
+    @property
+    def wrapped(self):
+        """The interpreter's wrap check stopped at an int32 operation that left its range."""
+        return self.status == "failed" and self.error == "Int32WrapError"
 
     def summary(self):
         if self.status == "passed":

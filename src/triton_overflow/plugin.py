@@ -66,7 +66,14 @@ def pytest_addoption(parser):
                     "reports in the failure")
     group.addoption("--detector-report", metavar="PATH", default=None,
                     help="write the kernel x detector outcomes of this run as JSON to PATH")
+    group.addoption("--overflow-expect", metavar="CASE_GLOB=safe|overflows", action="append",
+                    default=[], help="override the `expect` of the cases whose name matches "
+                    "CASE_GLOB for this run (repeatable; the first match wins), e.g. to run one "
+                    "set of cases against a fixed and a buggy copy of an engine; ini: "
+                    "overflow_expect")
     parser.addini("overflow_mode", "where kernels run (auto, interpreter, device)", default="auto")
+    parser.addini("overflow_expect", "CASE_GLOB=safe|overflows lines overriding cases' expect",
+                  type="linelist", default=[])
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -88,8 +95,14 @@ def pytest_load_initial_conftests(early_config, parser, args):
 def pytest_configure(config):
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    from triton_overflow.cases import set_expectations
+    try:
+        set_expectations(config.getoption("overflow_expect") + config.getini("overflow_expect"))
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
     config._overflow_cells = defaultdict(list)
     config._overflow_widenings = []
+    config._overflow_collection_errors = []
 
 
 def pytest_report_header(config):
@@ -165,11 +178,7 @@ def pytest_runtest_makereport(item, call):
                   "")
     for mark in item.iter_markers("covers"):
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            reason = ""
-            if report.skipped and isinstance(report.longrepr, tuple):
-                reason = report.longrepr[2].removeprefix("Skipped: ")
-            elif report.failed:
-                reason = str(report.longrepr).strip().splitlines()[-1][:300]
+            reason = _reason(report)
             cells.append((CELL, {"kernel": mark.kwargs["kernel"],
                                  "detector": mark.kwargs["detector"],
                                  "role": mark.kwargs.get("role", "fixed"),
@@ -179,17 +188,36 @@ def pytest_runtest_makereport(item, call):
     site, widening = item.get_closest_marker("widening_site"), item.get_closest_marker("widening")
     if site and widening and (report.when == "call" or (report.when == "setup" and
                                                         report.outcome != "passed")):
-        reason = ""
-        if report.skipped and isinstance(report.longrepr, tuple):
-            reason = report.longrepr[2].removeprefix("Skipped: ")
-        elif report.failed:
-            reason = str(report.longrepr).strip().splitlines()[-1][:300]
         cells.append((WIDENING_CELL, {**site.kwargs, "detector": widening.kwargs["detector"],
-                                      "outcome": report.outcome, "reason": reason,
+                                      "outcome": report.outcome, "reason": _reason(report),
                                       "detail": detail, "test": item.nodeid}))
     if cells:
         # Carried on the report, so that with pytest-xdist the outcomes reach the controller.
         report.user_properties = [*report.user_properties, *cells]
+
+
+def _reason(report):
+    """One line saying why a test was skipped or failed: the skip reason, or the first line of
+    the failure's message (the wrap, the row, the fault), not the line that raised it."""
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return report.longrepr[2].removeprefix("Skipped: ")
+    if not report.failed:
+        return ""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash is not None and crash.message else str(report.longrepr)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    for prefix in ("Failed: ", "AssertionError: "):
+        lines = [line.removeprefix(prefix) for line in lines]
+    return (lines[0] if lines else "failed")[:300]
+
+
+def pytest_collectreport(report):
+    config = _config_of(report)
+    if report.failed and config is not None:
+        text = str(report.longrepr).strip().splitlines()
+        error = next((line.lstrip("E ").strip() for line in reversed(text)
+                      if line.startswith("E ")), text[-1] if text else "collection failed")
+        config._overflow_collection_errors.append({"test": report.nodeid, "reason": error[:300]})
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -237,7 +265,9 @@ def pytest_sessionfinish(session, exitstatus):
                 for (kernel, detector), results in sorted(session.config._overflow_cells.items())]
         with open(path, "w") as handle:
             json.dump({"exitstatus": int(exitstatus), "cells": rows,
-                       "widenings": session.config._overflow_widenings}, handle, indent=1)
+                       "widenings": session.config._overflow_widenings,
+                       "collection_errors": session.config._overflow_collection_errors},
+                      handle, indent=1)
 
 
 @pytest.fixture(scope="session")

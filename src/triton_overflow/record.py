@@ -174,6 +174,12 @@ def install():
     _installed = True
 
 
+def recorded():
+    """This process's records so far (after ``install``), one per kernel specialisation."""
+    with _lock:
+        return [dict(record) for record in _records.values()]
+
+
 def _observe_safely(kernel, args, kwargs, grid):
     try:
         _observe(kernel, args, kwargs, grid)

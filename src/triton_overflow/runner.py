@@ -4,6 +4,7 @@
 summary, ``{"skipped": reason}`` when the memory is not there, and raises on a wrong row.
 """
 
+import contextlib
 import importlib
 import time
 
@@ -12,7 +13,9 @@ import torch
 from triton_overflow import memory
 from triton_overflow.cases import HugeRun, resolve_case
 from triton_overflow.huge import huge_layout
-from triton_overflow.interp import int32_wrap_checked, only_programs, unwrap_interpreter_error
+from triton_overflow.device_view import presented
+from triton_overflow.interp import (configs_without_benchmarks, int32_wrap_checked, only_programs,
+                                    unwrap_interpreter_error)
 from triton_overflow.mode import interpreted
 from triton_overflow.twin import load_twin
 
@@ -26,6 +29,15 @@ def layout_for(case, mode):
 
 def planned_run(case, mode, device, is_interpreted):
     return HugeRun(layout_for(case, mode), torch.device(device), is_interpreted,
+                   run_poison_slots=case.run_poison_slots)
+
+
+def small_run(case, device, rows):
+    """A ``HugeRun`` of ``rows`` rows: row 0, the last row a checked row, the rest poison."""
+    from triton_overflow.huge import HugeLayout
+    layout = HugeLayout("small", rows, case.width, case.row_stride or case.width,
+                        check_rows=(rows - 1, ), poison_rows=tuple(range(1, rows - 1)))
+    return HugeRun(layout, torch.device(device), interpreted(),
                    run_poison_slots=case.run_poison_slots)
 
 
@@ -58,8 +70,10 @@ def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
     kernels = importlib.import_module(case.module)
     if twin:
         kernels = load_twin(kernels, only=widening)
+    configs = []
     try:
-        with allocator.reserve(run.layout, case.dtype, run.planted_rows) as huge:
+        with allocator.reserve(run.layout, case.dtype, run.planted_rows) as huge, \
+                as_on_gpu(case, is_interpreted) as configs:
             planted = plant(huge, run.layout, fill_background=allocator.fills_background,
                             random_row=case.random_row, rows=run.planted_rows,
                             shared=allocator.background())
@@ -79,9 +93,25 @@ def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
         if not error.out_of_memory:
             raise
         return {"skipped": f"out of device memory inside the case: {error}"}
+    except Exception as error:
+        if configs:
+            error.add_note("autotuned kernels ran " + "; ".join(configs))
+        raise
     peak = allocator.peak_bytes()
     return {"layout": run.layout.describe(), "seconds": round(time.monotonic() - started, 2),
-            "peak_gib": round(peak / memory.GIB, 3), "backend": backend}
+            "peak_gib": round(peak / memory.GIB, 3), "backend": backend, "configs": configs}
+
+
+@contextlib.contextmanager
+def as_on_gpu(case, is_interpreted):
+    """In the interpreter, the launcher sees the case's GPU model and autotuned kernels run
+    without benchmarks; yields the list of configs that ran. On a GPU, nothing changes."""
+    if not is_interpreted:
+        yield []
+        return
+    with presented(case.interpreted_gpu), \
+            configs_without_benchmarks(case.autotune_configs) as configs:
+        yield configs
 
 
 def plant(huge, layout, fill_background, random_row, rows, shared=None):

@@ -8,13 +8,14 @@
 
 For every case this generates, each test filling one cell of the kernel x detector report:
 
-* static: the static check finds nothing in the case's module, and a finding in every kernel
-  of its int32 twin;
+* static: the static check finds no error in the kernels the case launches, compiled as its
+  launcher launches them (``case_static``), and an error in every one of them in its twin;
 * interpreter huge: the highest-offset rows on lazily allocated CPU memory (only the programs
   that touch them run, every i32 operation checked), in both wrap modes; the twin is caught by
   the wrap check in both, and in the aliased mode also without it, by the row comparison;
 * gpu aliased huge / gpu dense huge: the whole batch on a CUDA device, the huge tensor backed by
-  virtual memory (a few MiB) or dense (9-18 GiB); the twin faults or gives a wrong row;
+  virtual memory (a few MiB) or dense (9-18 GiB); the twin faults or gives a wrong row (in
+  the interpreter too, a fault on the way to the checked rows is a detection);
 * for every widening of a case's module, its mutant (that widening alone undone) caught by the
   module's huge cases in the interpreter and on the GPU, unless a bounded marker on the
   widening's line says its product cannot reach 2**31 (``widening_tests``);
@@ -28,7 +29,6 @@ does not. Every huge case runs in a child process.
 
 import functools
 import re
-import signal
 import types
 from pathlib import Path
 from typing import ClassVar
@@ -37,7 +37,7 @@ import pytest
 
 from triton_overflow import devices, mode
 from triton_overflow.cases import (OVERFLOWS, SAFE, CompileSpec, RowsCase, case_reference,
-                                   validate_case)
+                                   expectation, validate_case)
 from triton_overflow.isolation import run_isolated
 
 WRAP_MODES = ("negative", "aliased")
@@ -45,7 +45,6 @@ GPU_BACKENDS = ("aliased-device", "dense-device")
 GPU_DETECTORS = {"aliased-device": "gpu aliased huge", "dense-device": "gpu dense huge"}
 DETAIL = "overflow-detail"
 _REGISTERED = {}  # case name -> case reference, for this process
-CAUGHT_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL}
 
 
 class DuplicateCase(ValueError):
@@ -90,7 +89,7 @@ class OverflowTests:
 
 
 def _generate(cls):
-    safe = [c for c in cls.cases if c.expect == SAFE]
+    safe = [c for c in cls.cases if expectation(c) == SAFE]
     every = list(cls.cases)
     static, interp, huge, gpu = (pytest.mark.static, pytest.mark.interp, pytest.mark.huge,
                                  pytest.mark.gpu)
@@ -161,32 +160,49 @@ def _fresh(function):
 
 
 def _role(case):
-    return "overflow" if case.expect == OVERFLOWS else "fixed"
+    return "overflow" if expectation(case) == OVERFLOWS else "fixed"
 
 
 # --- static -------------------------------------------------------------------------------
 
 def _test_static_check(self, case, request):
-    """The static check finds nothing in the case's module (a known overflow: a finding)."""
-    summary = lint_summary(case.module, False)
-    if case.expect == OVERFLOWS:
-        errors = [f for f in summary["findings"] if f["level"] == "error"]
+    """The static check finds no error in the kernels the case launches, compiled as its
+    launcher launches them (a known overflow: an error, named)."""
+    summary = case_summary(case, False)
+    errors = [f for f in summary["findings"] if f["level"] == "error"]
+    if expectation(case) == OVERFLOWS:
         if not errors:
-            pytest.fail(f"{case.name} is declared expect=OVERFLOWS, but the static check finds "
-                        f"nothing in {case.module}: if it is fixed, declare it SAFE\n"
-                        + summary["text"])
-        _detail(request, f"overflows at {errors[0]['where']}")
+            pytest.fail(f"{case.name} is declared expect=OVERFLOWS, but the static check finds no "
+                        f"error in the kernels it launches ({', '.join(summary['kernels'])}): "
+                        "if it is fixed, declare it SAFE\n" + summary["text"])
+        _detail(request, f"overflows at {errors[0]['where']}: {errors[0]['kernel']}: "
+                         f"`{errors[0]['product']}`")
         return
     assert summary["exit"] == 0, summary["text"]
 
 
 def _test_static_check_flags_twin(self, case, request):
-    """The static check flags every kernel of the module's int32 twin with an error."""
-    summary = lint_summary(case.module, True)
+    """The static check flags every kernel the case launches from its int32 twin."""
+    summary = case_summary(case, True)
     assert summary["exit"] == 1, summary["text"]
     flagged = {f["kernel"] for f in summary["findings"] if f["level"] == "error"}
     missed = [k for k in summary["kernels"] if k not in flagged]
     assert not missed, f"twin kernels without an error: {missed}\n{summary['text']}"
+
+
+_CASE_SUMMARIES = {}
+
+
+def case_summary(case, twin):
+    """``case_static.static_summary``, once per case and twin in this process."""
+    from triton_overflow.case_static import static_summary
+    key = (case.name, twin)
+    if key not in _CASE_SUMMARIES:
+        try:
+            _CASE_SUMMARIES[key] = static_summary(case, twin)
+        except RuntimeError as error:
+            pytest.fail(str(error))
+    return _CASE_SUMMARIES[key]
 
 
 @functools.cache
@@ -294,17 +310,26 @@ def _function_at(file, line):
 def gpu_caught(outcome):
     """A GPU twin is caught by an illegal address, a fault signal or a wrong row; never by an
     out-of-memory kill or a timeout."""
-    if outcome.status == "crashed":
-        code = outcome.returncode
-        return code is not None and code < 0 and signal.Signals(-code) in CAUGHT_SIGNALS
-    if outcome.status != "failed":
-        return False
-    return outcome.device_fault or outcome.error in ("RowMismatch", "AssertionError")
+    return outcome.faulted or outcome.wrong_row
+
+
+def interpreter_caught(outcome):
+    """An interpreted twin or mutant is caught by the wrap check, a wrong row, or a fault (a
+    wrapped offset that left the tensor before the checked rows were reached)."""
+    return outcome.wrapped or outcome.wrong_row or outcome.faulted
+
+
+def how_caught(outcome):
+    if outcome.wrapped:
+        return "wrap check: " + outcome.message.splitlines()[0][:160]
+    if outcome.faulted:
+        return "a memory fault, a detection: " + outcome.summary()[:160]
+    return outcome.summary()[:160]
 
 
 def _interpreted_overflow(case, wrap, request):
     outcome = run_huge(case, wrap, "lazy-host", wrap_check=True)
-    if outcome.status == "failed" and outcome.error == "Int32WrapError":
+    if outcome.wrapped:
         _detail(request, "overflows at " + _location(outcome.message))
         return
     pytest.fail(f"{case.name} is declared expect=OVERFLOWS, but its huge case did not overflow "
@@ -313,7 +338,7 @@ def _interpreted_overflow(case, wrap, request):
 
 def _test_interpreter_huge_case(self, case, wrap, request):
     """The highest-offset rows equal row 0 and the reference; no i32 operation wraps."""
-    if case.expect == OVERFLOWS:
+    if expectation(case) == OVERFLOWS:
         return _interpreted_overflow(case, wrap, request)
     outcome = run_huge(case, wrap, "lazy-host", wrap_check=True)
     assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
@@ -322,23 +347,23 @@ def _test_interpreter_huge_case(self, case, wrap, request):
 def _test_interpreter_twin_wrap(self, case, wrap):
     """On the int32 twin the wrap check stops at the wrapping product, naming the kernel line."""
     outcome = run_huge(case, wrap, "lazy-host", twin=True, wrap_check=True)
-    assert outcome.status == "failed" and outcome.error == "Int32WrapError", \
-        outcome.summary() + "\n" + outcome.output
+    assert outcome.wrapped, outcome.summary() + "\n" + outcome.output
     kernel_file = _module_file(case.module)
     assert f"int32 twin of {kernel_file}" in outcome.message, outcome.message
 
 
-def _test_interpreter_twin_silent(self, case):
-    """Without the wrap check, the aliased twin reads or writes a poisoned row: a wrong row."""
+def _test_interpreter_twin_silent(self, case, request):
+    """Without the wrap check, the aliased twin reads or writes a poisoned row (a wrong row),
+    or faults on the way there."""
     outcome = run_huge(case, "aliased", "lazy-host", twin=True, wrap_check=False)
-    assert outcome.status == "failed" and outcome.error in ("RowMismatch", "AssertionError"), \
-        outcome.summary() + "\n" + outcome.output
+    assert outcome.wrong_row or outcome.faulted, outcome.summary() + "\n" + outcome.output
+    _detail(request, how_caught(outcome))
 
 
 def _test_gpu_huge_case(self, case, wrap, backend, request):
     """On the device, the whole batch: the highest-offset rows equal row 0 and the reference."""
     outcome = run_huge(case, wrap, backend)
-    if case.expect == OVERFLOWS:
+    if expectation(case) == OVERFLOWS:
         if gpu_caught(outcome):
             _detail(request, "overflows: " + outcome.summary()[:200])
             return
@@ -380,8 +405,7 @@ def _widening_params(cases):
 def _test_widening_interpreter(self, module, widening, request):
     """The mutant undoing only this widening is caught by a huge case in the interpreter."""
     _catch_widening(self, module, widening, request, "lazy-host", INTERPRETER_ORACLES,
-                    lambda o: o.status == "failed" and o.error in ("Int32WrapError", "RowMismatch",
-                                                                  "AssertionError"))
+                    interpreter_caught)
 
 
 def _test_widening_gpu(self, module, widening, request):
@@ -406,7 +430,7 @@ def _catch_widening(test, module, widening, request, backend, oracles, caught):
     if not exposed:
         _detail(request, "redundant: without it no i32 product reaches an address")
         return
-    cases = [c for c in test.cases if c.module == module and c.expect == SAFE]
+    cases = [c for c in test.cases if c.module == module and expectation(c) == SAFE]
     tried = []
     # Each oracle over every case before the next oracle: a mutant that only some cases'
     # launches reach costs one run, not one per oracle, in each case that misses it.
@@ -415,8 +439,7 @@ def _catch_widening(test, module, widening, request, backend, oracles, caught):
             outcome = run_huge(case, wrap, backend, twin=True, wrap_check=wrap_check,
                                widening=widening)
             if caught(outcome):
-                how = "wrap check" if outcome.error == "Int32WrapError" else outcome.summary()
-                _detail(request, f"caught by {case.name} ({wrap}): {how[:120]}")
+                _detail(request, f"caught by {case.name} ({wrap}): {how_caught(outcome)}")
                 return
             tried.append(f"{case.name} ({wrap}{', wrap check' if wrap_check else ''}): "
                          f"{outcome.summary()[:160]}")
@@ -431,21 +454,12 @@ def _shown(file):
 
 # --- small batches ------------------------------------------------------------------------
 
-def _small_run(case, device, rows):
-    import torch
-
-    from triton_overflow.cases import HugeRun
-    from triton_overflow.huge import HugeLayout
-    layout = HugeLayout("small", rows, case.width, case.row_stride or case.width,
-                        check_rows=(rows - 1, ), poison_rows=tuple(range(1, rows - 1)))
-    return HugeRun(layout, torch.device(device), mode.interpreted())
-
-
 def _small_batch(case, device, rows, copy_row):
     import importlib
 
     import torch
-    run = _small_run(case, device, rows)
+    from triton_overflow.runner import small_run
+    run = small_run(case, device, rows)
     generator = torch.Generator().manual_seed(rows)
     logits = torch.stack([case.random_row(generator, case.width) for _ in range(rows)])
     buffer = torch.zeros(rows, run.row_stride, dtype=case.dtype)
@@ -454,8 +468,10 @@ def _small_batch(case, device, rows, copy_row):
         buffer[-1] = buffer[0]
     logits = buffer.to(device)[:, :case.width]
     planted = {row: logits[row].cpu().clone() for row in range(rows)}
-    inputs = case.prepare(logits, run)
-    produced = case.launch(importlib.import_module(case.module), logits, run, **inputs)
+    from triton_overflow.runner import as_on_gpu
+    with as_on_gpu(case, run.interpreted):
+        inputs = case.prepare(logits, run)
+        produced = case.launch(importlib.import_module(case.module), logits, run, **inputs)
     return run, produced, planted, inputs
 
 

@@ -41,6 +41,8 @@ def main(out, profile=None, pytest_args=()):
     table, failures = build_table(detectors["cells"])
     widening_lines, widening_failures = widening_matrix(detectors.get("widenings", []))
     failures += widening_failures
+    failures = [f"{error['test'] or 'collection'}: could not be collected: {error['reason']}"
+                for error in detectors.get("collection_errors", [])] + failures
     facts = describe()
     lines = ["# Validation report", ""]
     lines += [f"- {name}: {value}" for name, value in facts.items()]

@@ -31,7 +31,7 @@ class LaunchRecord:
 
 
 def load(path):
-    from triton_overflow.record import FORMAT_VERSION, deserialise
+    from triton_overflow.record import FORMAT_VERSION
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as error:
@@ -39,17 +39,22 @@ def load(path):
     if data.get("version") != FORMAT_VERSION:
         raise ValueError(f"{path}: launches file version {data.get('version')}, expected "
                          f"{FORMAT_VERSION}")
-    records = []
-    for item in data["launches"]:
-        facts = [LaunchFacts(grid=tuple(launch["grid"]), ints=launch["ints"],
-                             tables={k: tuple(v) for k, v in launch["tables"].items()},
-                             where=_where(launch))
-                 for launch in item["launches"]]
-        records.append(LaunchRecord(
-            kernel=item["kernel"], file=item["file"], signature=item["signature"],
-            constexprs={k: deserialise(v) for k, v in item["constexprs"].items()},
-            launches=facts, count=sum(launch["count"] for launch in item["launches"])))
-    return records
+    return [from_dict(item) for item in data["launches"]]
+
+
+def from_dict(item, facts=None):
+    """A ``LaunchRecord`` from one record of a launches file; with ``facts`` (``LaunchFacts``,
+    or ``[]`` for none), judged at those instead of at the recorded launches."""
+    from triton_overflow.record import deserialise
+    recorded = [LaunchFacts(grid=tuple(launch["grid"]), ints=launch["ints"],
+                            tables={k: tuple(v) for k, v in launch["tables"].items()},
+                            where=_where(launch))
+                for launch in item["launches"]]
+    return LaunchRecord(
+        kernel=item["kernel"], file=item["file"], signature=item["signature"],
+        constexprs={k: deserialise(v) for k, v in item["constexprs"].items()},
+        launches=recorded if facts is None else list(facts),
+        count=sum(launch["count"] for launch in item["launches"]))
 
 
 def _where(launch):
@@ -67,24 +72,35 @@ def lint_launches(path, narrow_to=()):
     except ValueError as error:
         report.problems.append(discover.Problem(str(path), str(error)))
         return report
-    wanted = {Path(p).resolve() for p in discover.find(narrow_to).files} if narrow_to else None
+    if narrow_to:
+        wanted = {Path(p).resolve() for p in discover.find(narrow_to).files}
+        origins = {r.file: twin_origin(r.file) for r in records}
+        records = [r for r in records if Path(r.file).resolve() in wanted or
+                   (origins[r.file] is not None and Path(origins[r.file]).resolve() in wanted)]
+    return check_records(records, report)
+
+
+def check_records(records, report, small_ints_are_i32=False):
+    """Add to ``report`` each ``LaunchRecord``'s kernel compiled as it was launched; with
+    ``small_ints_are_i32``, an int argument specialised as the constexpr 1 is an i32 again."""
+    from dataclasses import replace
+
+    from triton_overflow.twin import twin_origin
     modules = {}
     for record in records:
         file = Path(record.file)
         origin = twin_origin(file)
-        if wanted is not None and file.resolve() not in wanted and \
-                (origin is None or Path(origin).resolve() not in wanted):
-            continue
-        where = f"{record.file}"
         if file not in modules:
             modules[file] = discover.load_module(file) if file.exists() else \
                 (None, "the kernel's file no longer exists")
         module, note = modules[file]
         kernel = _kernel_named(module, file, record.kernel) if module is not None else None
         if kernel is None:
-            report.problems.append(discover.Problem(where, note or "not found in its module",
+            report.problems.append(discover.Problem(record.file, note or "not found in its module",
                                                     kernel=record.kernel))
             continue
+        if small_ints_are_i32:
+            record = _unspecialised(record, kernel.jit)
         try:
             result = check_launch(kernel, record)
         except Exception as error:  # noqa: BLE001 - one line, and the run goes on
@@ -92,7 +108,6 @@ def lint_launches(path, narrow_to=()):
                                                     kernel=record.kernel))
             continue
         if origin:
-            from dataclasses import replace
             result.twin_of = origin
             result.file = origin
             result.findings = [replace(f, file=origin, twin_of=origin)
@@ -100,6 +115,18 @@ def lint_launches(path, narrow_to=()):
                                for f in result.findings]
         report.results.append(result)
     return report
+
+
+def _unspecialised(record, jit):
+    from dataclasses import replace
+    signature, constexprs = dict(record.signature), dict(record.constexprs)
+    for parameter in jit.params:
+        name = parameter.name
+        if not parameter.is_constexpr and signature.get(name) == "constexpr" and \
+                constexprs.get(name) == 1:
+            signature[name] = "i32"
+            del constexprs[name]
+    return replace(record, signature=signature, constexprs=constexprs)
 
 
 def _kernel_named(module, file, name):

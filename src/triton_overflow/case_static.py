@@ -1,0 +1,96 @@
+"""The static tier of one case: the kernels its launcher really launches, linted as launched.
+
+A module can hold kernels a case never runs, or run one kernel with a flag that selects its
+widening (``WIDEN=True`` from the fixed launcher, ``False`` from a buggy one). Linting the
+whole module would judge the case by code it does not run, so the case's launch is run once
+on a small batch in the interpreter and recorded (``triton_overflow.record``), and exactly the
+kernels it launched are compiled with the constexpr values and pointer types of that launch.
+Every int argument stays i32, whatever its small value was (a launch with one request would
+otherwise specialise ``num_reqs = 1`` and hide its products), and the levels are the lint's
+own, or the exact answer at the case's ``limits``.
+"""
+
+from pathlib import Path
+
+from triton_overflow import mode
+from triton_overflow.isolation import run_isolated
+
+SMALL_ROWS = 4
+
+
+def static_summary(case, twin):
+    """The static check of the kernels ``case`` launches (of its int32 twin with ``twin``), as a
+    JSON summary: exit code, text, kernels and findings; raises ``RuntimeError`` with the reason
+    when the launch or the check did not run."""
+    from triton_overflow import compat
+    from triton_overflow.cases import case_reference
+    where = mode.INTERPRETER
+    if compat.interpreter_problem() is not None:
+        if not mode.cuda_available():
+            raise RuntimeError(f"the static tier records {case.name}'s launch in the "
+                               f"interpreter or on a GPU: {compat.interpreter_problem()}, and "
+                               "no CUDA device is visible")
+        where = mode.DEVICE
+    recorded = run_isolated("triton_overflow.case_static:record_small_launch",
+                            {"case": case_reference(case), "twin": twin},
+                            mode=where, timeout=600)
+    if recorded.status != "passed":
+        raise RuntimeError(f"the small launch of {case.name} that the static tier records did "
+                           f"not run: {recorded.summary()}\n{recorded.output}")
+    if not recorded.value:
+        raise RuntimeError(f"the small launch of {case.name} launched no Triton kernel")
+    checked = run_isolated("triton_overflow.case_static:lint_records",
+                           {"records": recorded.value, "limits": dict(case.limits)},
+                           mode=mode.COMPILE, timeout=600)
+    if checked.status != "passed":
+        raise RuntimeError(f"the static check of {case.name}'s kernels did not run: "
+                           f"{checked.summary()}\n{checked.output}")
+    return checked.value
+
+
+def record_small_launch(case, twin=False):
+    """Child side: run ``case`` on a small batch in the interpreter; the launch records."""
+    import importlib
+
+    import torch
+
+    from triton_overflow import record
+    from triton_overflow.cases import resolve_case
+    from triton_overflow.runner import as_on_gpu, small_run
+    from triton_overflow.twin import load_twin
+    record.install()
+    case = resolve_case(case)
+    on_gpu = not mode.interpreted()
+    run = small_run(case, "cuda" if on_gpu else "cpu", SMALL_ROWS)
+    generator = torch.Generator().manual_seed(SMALL_ROWS)
+    huge = torch.zeros(run.rows, run.row_stride, dtype=case.dtype)
+    for row in range(run.rows):
+        huge[row, :case.width] = case.random_row(generator, case.width).to(case.dtype)
+    huge = huge.to(run.device)[:, :case.width]
+    kernels = importlib.import_module(case.module)
+    if twin:
+        kernels = load_twin(kernels)
+    with as_on_gpu(case, not on_gpu):
+        inputs = case.prepare(huge, run)
+        case.launch(kernels, huge, run, **inputs)
+    triton_dir = str(Path(importlib.import_module("triton").__file__).parent)
+    return [{k: v for k, v in r.items() if k != "pid"} for r in record.recorded()
+            if not r["file"].startswith(triton_dir)]
+
+
+def lint_records(records, limits):
+    """Child side: the lint of each recorded kernel, compiled as it was launched, judged by
+    the lint's levels or at ``limits``."""
+    from triton_overflow.lint import Report
+    from triton_overflow.lint.launches import check_records, from_dict, parse_limits
+    from triton_overflow.lint.report import as_text, shown
+    from triton_overflow.twin import twin_origin
+    facts = [parse_limits(",".join(f"{k}={v}" for k, v in limits.items()))] if limits else []
+    report = check_records([from_dict(record, facts) for record in records],
+                           Report(label="the kernels the case launches"), small_ints_are_i32=True)
+    files = sorted({r["file"] for r in records})
+    return {"exit": report.exit_code, "text": as_text(report, files),
+            "kernels": [r.name for r in report.results],
+            "findings": [{"kernel": f.kernel,
+                          "where": f"{shown(twin_origin(f.file) or f.file)}:{f.line}",
+                          "product": f.product, "level": f.level} for f in report.findings]}
