@@ -1,4 +1,6 @@
-"""Triton's Philox 4x32-10 generator (``tl.randint``, ``tl.rand``) in numpy, bit for bit.
+"""Triton's Philox streams for the references: ``triton_overflow.philox`` (the package's public
+replay of ``tl.randint`` / ``tl.rand``), with the offset width said explicitly, as the kernels
+state it, instead of read from the numpy dtype.
 
 Lets the Gumbel references reproduce a kernel's noise exactly instead of comparing
 distributions.
@@ -6,32 +8,19 @@ distributions.
 
 import numpy as np
 
-_MASK = np.uint64(0xFFFFFFFF)
-_KEY_A, _KEY_B = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
-_ROUND_A, _ROUND_B = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+from triton_overflow import philox as replay
 
 
-def philox(seed, c0, c1, c2, c3, rounds=10):
-    """Four uint32 words (as uint64 arrays) for ``seed`` (a non-negative int) and counters."""
-    seed = int(seed) & 0xFFFFFFFFFFFFFFFF
-    k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64(seed >> 32)
-    c0, c1, c2, c3 = (np.asarray(c, dtype=np.uint64) & _MASK for c in (c0, c1, c2, c3))
-    for _ in range(rounds):
-        prev0, prev2 = c0, c2
-        c0 = ((_ROUND_B * prev2) >> np.uint64(32)) ^ c1 ^ k0
-        c2 = ((_ROUND_A * prev0) >> np.uint64(32)) ^ c3 ^ k1
-        c1 = (_ROUND_B * prev2) & _MASK
-        c3 = (_ROUND_A * prev0) & _MASK
-        k0, k1 = (k0 + _KEY_A) & _MASK, (k1 + _KEY_B) & _MASK
-    return c0, c1, c2, c3
+def _offsets(offsets, offset_bits):
+    offsets = np.asarray(offsets, dtype=np.int64)
+    return offsets if offset_bits > 32 else offsets.astype(np.uint32)
 
 
 def randint4x(seed, offsets, offset_bits=32):
-    """``tl.randint4x(seed, offsets)``: offsets of ``offset_bits`` wide integers."""
-    offsets = np.asarray(offsets, dtype=np.int64).astype(np.uint64)
-    high = (offsets >> np.uint64(32)) if offset_bits > 32 else np.zeros_like(offsets)
-    zero = np.zeros_like(offsets)
-    return philox(seed, offsets & _MASK, high, zero, zero)
+    """``tl.randint4x(seed, offsets)``: offsets of ``offset_bits`` wide integers; four uint64
+    arrays of uint32 words."""
+    return tuple(word.astype(np.uint64) for word in
+                 replay.randint4x(int(seed), _offsets(offsets, offset_bits)))
 
 
 def randint(seed, offsets, offset_bits=32):

@@ -10,8 +10,11 @@
 
 One concern per module: ``mode`` (interpreter or device), ``compat`` (Triton versions),
 ``memory``, ``huge`` (geometry), ``cases`` (the case API), ``runner``, ``isolation``,
-``interp`` (interpreter hooks), ``twin``, ``compare``, ``tiers`` (the generated tests),
-``plugin``, ``validate``, ``gpu_compile``, ``record``, ``lint``.
+``interp`` (interpreter hooks), ``interp_math`` (libdevice math in the interpreter),
+``device_view`` (the GPU a launcher sees in the interpreter), ``twin``, ``compare``, ``tiers``
+(the generated tests), ``case_static`` (the static tier of one case), ``plugin``, ``validate``,
+``gpu_compile``, ``record``, ``lint``, ``philox`` (``tl.rand`` replayed in numpy, for
+references of sampling kernels).
 """
 
 __version__ = "0.2.0"

@@ -40,11 +40,12 @@ def configure(requested="auto"):
         os.environ[_VARIABLE] = "1"
     else:
         os.environ.pop(_VARIABLE, None)
-    from triton_overflow import compat
+    from triton_overflow import compat, interp_math
     compat.set_interpret(chosen == INTERPRETER)
     if chosen == INTERPRETER and compat.interpreter_problem() is None:
         compat.install_int32_loop_ranges()
         compat.install_vectorised_xor_reductions()
+        interp_math.install()
     return chosen
 
 
