@@ -29,5 +29,19 @@ if [ "$status" -ne 1 ]; then
     exit 1
 fi
 
+echo "example: the buggy launchers declared safe fail, naming the file and the line"
+set +e
+red=$(python -m pytest -q -p no:cacheprovider --overflow-expect '*_unwidened=safe' \
+      -k "unwidened and (static_check or interpreter_huge_case)" 2>&1)
+status=$?
+set -e
+echo "$red" | tail -n 12
+for where in "logsoftmax.py:22" "penalty.py:28"; do
+    if [ "$status" -ne 1 ] || ! grep -q "$where" <<<"$red"; then
+        echo "example: the unwidened cases should fail at $where (pytest exit 1), got exit $status"
+        exit 1
+    fi
+done
+
 echo "example: the tests and the validation report"
 triton-overflow validate --out "$(mktemp -d)/report" -- -q
