@@ -331,7 +331,8 @@ def test_the_static_tier_checks_what_the_case_launches_not_the_module():
 @pytest.mark.huge
 @pytest.mark.parametrize("case, twin, expected", [
     ("SCALE_ROWS", False, "passed"), ("SCALE_ROWS", True, "wrapped"),
-    ("SCALE_ROWS_UNWIDENED", False, "wrapped")])
+    ("SCALE_ROWS_UNWIDENED", False, "wrapped"), ("SCALE_ROWS_PADDED", False, "passed"),
+    ("SCALE_ROWS_PADDED", True, "wrapped")])
 def test_an_engine_shaped_kernel_needs_no_override_in_the_interpreter(case, twin, expected):
     """Autotuned, persistent, device-sized: the huge case runs as written, in seconds."""
     outcome = run_isolated("triton_overflow.runner:run_case",
@@ -344,3 +345,13 @@ def test_an_engine_shaped_kernel_needs_no_override_in_the_interpreter(case, twin
     else:
         assert outcome.wrapped and ".py:24 in _scale_rows_kernel" in outcome.message, outcome.output
         assert "engine_shaped" in outcome.message
+
+
+@pytest.mark.selftest
+def test_a_column_loop_whose_step_equals_the_grid_is_not_taken_for_the_row_loop():
+    """Only a loop whose start comes from program_id(0) is narrowed to the planted rows."""
+    outcome = run_isolated("tests.interp_probe:persistent_columns",
+                           {"rows": 300, "cols": 40, "grid": 16, "selected": [0, 290]},
+                           mode=INTERPRETER, timeout=300)
+    assert outcome.status == "passed", outcome.output
+    assert outcome.value == {"rows": [0, 290], "columns written": [40, 40]}

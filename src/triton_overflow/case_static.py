@@ -87,7 +87,7 @@ def lint_records(records, limits):
     from triton_overflow.twin import twin_origin
     facts = [parse_limits(",".join(f"{k}={v}" for k, v in limits.items()))] if limits else []
     report = check_records([from_dict(record, facts) for record in records],
-                           Report(label="the kernels the case launches"), small_ints_are_i32=True)
+                           Report(label="launched kernels"), small_ints_are_i32=True)
     files = sorted({r["file"] for r in records})
     return {"exit": report.exit_code, "text": as_text(report, files),
             "kernels": [r.name for r in report.results],

@@ -153,7 +153,9 @@ class RowsCase(Case):
     """
 
     def inputs(self, run):
-        """Side inputs for ``run.rows`` logits rows, on ``run.device``."""
+        """Side inputs for ``run.rows`` logits rows, on ``run.device``. The checked rows are
+        copies of row 0 and must give row 0's output, so a per-row input (a seed, a position,
+        a token) must hold row 0's value at ``run.check_rows``."""
         return {}
 
     def prepare(self, logits, run):
@@ -172,8 +174,8 @@ class RowsCase(Case):
             self.check_row(produced[row], planted[row], row,
                            f"row {row} against the reference on its own input", **inputs)
         for row in run.check_rows:
-            assert_rows_equal(produced[row], produced[0], f"row {row} against row 0", row,
-                              run.row_stride)
+            assert_rows_equal(produced[row], produced[0], f"row {row} against row 0 (a copy of "
+                              "row 0: its side inputs must be row 0's too)", row, run.row_stride)
 
 
 class SlotTableCase(Case):
@@ -184,7 +186,9 @@ class SlotTableCase(Case):
     """
 
     dtype: ClassVar[torch.dtype] = torch.int32
-    id_range: ClassVar[tuple] = (0, 2)  # planted table entries are ints drawn from this range
+    # Planted table entries are ints drawn from [low, high); poison rows hold them plus one, so
+    # a table of token ids wants high = vocab - 1.
+    id_range: ClassVar[tuple] = (0, 2)
 
     def random_row(self, generator, width):
         if self.dtype.is_floating_point:
@@ -262,6 +266,14 @@ def resolve_case(reference):
     return getattr(module, attribute)
 
 
+def _importable(module):
+    import importlib.util
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 _expectation_rules = []  # (case name glob, SAFE or OVERFLOWS), from the run's options
 
 
@@ -298,5 +310,9 @@ def validate_case(case):
         problems.append(f"`expect` SAFE or OVERFLOWS (got {case.expect!r})")
     if not isinstance(case, Case):
         problems.append("to subclass triton_overflow.Case (or RowsCase / SlotTableCase)")
+    if isinstance(getattr(case, "module", None), str) and not _importable(case.module):
+        problems.append(f"a `module` that can be imported (no module {case.module!r} on this "
+                        "run's import path: the dotted name of the module whose launcher "
+                        "`launch` calls)")
     if problems:
         raise TypeError(f"case {case!r} needs " + ", ".join(problems))

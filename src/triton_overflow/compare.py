@@ -19,6 +19,8 @@ def row_position(row, row_stride):
     if row is None or row_stride is None:
         return ""
     start = row * row_stride
+    if start < 2**30:
+        return f" (row {row} starts at element {start})"
     boundary, name = (2**32, "2**32") if start >= 2**32 else (2**31, "2**31")
     delta = start - boundary
     sign = "+" if delta >= 0 else "-"

@@ -15,6 +15,7 @@ import numpy as np
 SUPPORTED = ((3, 4), (3, 9))  # inclusive range of Triton minor versions
 SUPPORTED_TEXT = "3.4 to 3.9"
 LOOP_RANGE_GLOBAL = "__overflow_int32_loop_range__"
+GRID_STRIDE_KEYWORD = "overflow_start_from_program_id"
 
 
 class UnsupportedTriton(RuntimeError):
@@ -184,7 +185,28 @@ def scalar_handle(value, dtype):
 
 
 class _LoopRangeRewriter(ast.NodeTransformer):
-    """``for x in range(...)`` and ``for x in <lang>.range(...)`` iterate int32 scalars."""
+    """``for x in range(...)`` and ``for x in <lang>.range(...)`` iterate int32 scalars; a loop
+    whose start is computed from ``program_id`` is marked as a possible grid-stride loop."""
+
+    def __init__(self):
+        self.from_program_id = set()
+
+    def visit_FunctionDef(self, node):
+        assignments = [n for n in ast.walk(node) if isinstance(n, ast.Assign)]
+        known = None
+        while known != self.from_program_id:
+            known = set(self.from_program_id)
+            for statement in assignments:
+                if self._uses_program_id(statement.value):
+                    self.from_program_id.update(target.id for target in statement.targets
+                                                if isinstance(target, ast.Name))
+        return self.generic_visit(node)
+
+    def _uses_program_id(self, expression):
+        return any((isinstance(n, ast.Attribute) and n.attr == "program_id")
+                   or (isinstance(n, ast.Name) and (n.id == "program_id"
+                                                    or n.id in self.from_program_id))
+                   for n in ast.walk(expression))
 
     def visit_For(self, node):
         self.generic_visit(node)
@@ -192,6 +214,9 @@ class _LoopRangeRewriter(ast.NodeTransformer):
         if isinstance(call, ast.Call) and _is_loop_range(call.func):
             call.func = ast.copy_location(ast.Name(id=LOOP_RANGE_GLOBAL, ctx=ast.Load()),
                                           call.func)
+            if len(call.args) >= 3 and self._uses_program_id(call.args[0]):
+                call.keywords.append(ast.keyword(arg=GRID_STRIDE_KEYWORD,
+                                                 value=ast.Constant(value=True)))
         return node
 
 
@@ -204,15 +229,16 @@ def _is_loop_range(func):
 loop_filter = None  # (start, end, step, values) -> the values an interpreted loop visits
 
 
-def int32_loop_range(*args, **_options):
-    """What the GPU's loop variable is: an integer scalar tensor, int64 when a bound is."""
+def int32_loop_range(*args, overflow_start_from_program_id=False, **_options):
+    """What the GPU's loop variable is: an integer scalar tensor, int64 when a bound is. A loop
+    whose start is computed from ``program_id`` may be narrowed by ``loop_filter``."""
     bounds = [_as_int(value) for value in args]
     wide = any(_is_int64(value) for value in args)
     start, end, step = ((0, bounds[0], 1) if len(bounds) == 1 else
                         (bounds[0], bounds[1], 1) if len(bounds) == 2 else tuple(bounds[:3]))
     dtype = np.int64 if wide else np.int32
     values = range(start, end, step)
-    if loop_filter is not None:
+    if loop_filter is not None and overflow_start_from_program_id:
         values = loop_filter(start, end, step, values)
     for value in values:
         yield scalar_handle(value, dtype)

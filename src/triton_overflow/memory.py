@@ -55,7 +55,7 @@ class LazyHostMemory:
 
     @contextlib.contextmanager
     def reserve(self, layout, dtype, rows):
-        yield torch.empty(layout.shape, dtype=dtype)
+        yield _with_row_stride(torch.empty(layout.elements, dtype=dtype), layout)
 
     def peak_bytes(self):
         return 0
@@ -89,7 +89,8 @@ class DenseDeviceMemory:
 
     @contextlib.contextmanager
     def reserve(self, layout, dtype, rows):
-        tensor = torch.empty(layout.shape, dtype=dtype, device=self.device)
+        tensor = _with_row_stride(torch.empty(layout.elements, dtype=dtype, device=self.device),
+                                  layout)
         try:
             yield tensor
         finally:
@@ -98,6 +99,11 @@ class DenseDeviceMemory:
 
     def peak_bytes(self):
         return torch.cuda.max_memory_allocated(self.device)
+
+
+def _with_row_stride(flat, layout):
+    """``flat`` (``layout.elements`` long) seen as ``[rows, vocab]`` rows ``row_stride`` apart."""
+    return flat.as_strided(layout.shape, (layout.row_stride, 1))
 
 
 GRANULE = 2**21  # the H100 / H200 mapping granularity; the real one is asked for at run time

@@ -221,6 +221,15 @@ def pytest_collectreport(report):
 
 
 def pytest_terminal_summary(terminalreporter, config):
+    known = sorted((kernel, detector, result["detail"])
+                   for (kernel, detector), results in getattr(config, "_overflow_cells", {}).items()
+                   for result in results
+                   if result["role"] == "overflow" and result["outcome"] == "passed"
+                   and result.get("detail"))
+    if known:
+        terminalreporter.write_line("triton-overflow: known overflows (expect=OVERFLOWS, caught):")
+        for kernel, detector, detail in dict.fromkeys(known):
+            terminalreporter.write_line(f"  {kernel}: {detector}: {detail}")
     ran = devices.ran_per_device()
     if any(ran.values()):
         terminalreporter.write_line("triton-overflow: huge cases per GPU: " + ", ".join(

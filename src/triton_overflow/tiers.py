@@ -233,6 +233,9 @@ def lint_module(module, twins, widening=None):
     origin = {path: spec.origin}
     return {"exit": report.exit_code, "text": as_text(report, [path]),
             "kernels": [r.name for r in report.results],
+            "variants": {r.name: [sorted(f"{shown(origin.get(file, file))}:{line} {product}"
+                                         for file, line, product in keys)
+                                  for keys in r.per_variant] for r in report.results},
             "findings": [{"kernel": f.kernel,
                           "where": f"{shown(origin.get(f.file, f.file))}:{f.line}",
                           "product": f.product, "level": f.level} for f in report.findings]}
@@ -321,7 +324,7 @@ def interpreter_caught(outcome):
 
 def how_caught(outcome):
     if outcome.wrapped:
-        return "wrap check: " + outcome.message.splitlines()[0][:160]
+        return "wrap check at " + _wrap_line(outcome.message)[:160]
     if outcome.faulted:
         return "a memory fault, a detection: " + outcome.summary()[:160]
     return outcome.summary()[:160]
@@ -356,6 +359,12 @@ def _test_interpreter_twin_silent(self, case, request):
     """Without the wrap check, the aliased twin reads or writes a poisoned row (a wrong row),
     or faults on the way there."""
     outcome = run_huge(case, "aliased", "lazy-host", twin=True, wrap_check=False)
+    if outcome.status == "passed":
+        pytest.fail(f"the int32 twin of {case.module} gave right rows in the aliased mode, "
+                    "although it read or wrote a poisoned row: the case's output may not "
+                    "depend on the data it reads (noise that decides a sampled token, a mask "
+                    "that hides the row): make it depend on the logits (a lower temperature, "
+                    "a greedy path)")
     assert outcome.wrong_row or outcome.faulted, outcome.summary() + "\n" + outcome.output
     _detail(request, how_caught(outcome))
 
@@ -415,8 +424,10 @@ def _test_widening_gpu(self, module, widening, request):
 
 
 def _catch_widening(test, module, widening, request, backend, oracles, caught):
-    """A mutant must be caught when the static check finds an i32 product in it (undoing the
-    widening exposes one) and no bounded marker on the widening's line says it stays small."""
+    """A mutant must be caught when undoing the widening exposes an i32 product the module did
+    not have (a product behind a flag the module already leaves i32 is not this widening's),
+    and no bounded marker on the widening's line says it stays small. A catch counts when the
+    wrap is at an exposed product, or when the case passes without the mutation."""
     from triton_overflow.lint.analysis import markers
     from triton_overflow.twin import list_widenings
     file = _module_file(module)
@@ -426,9 +437,9 @@ def _catch_widening(test, module, widening, request, backend, oracles, caught):
         product, reason = bounded[0]
         _detail(request, f"bounded: {product} by {reason}")
         return
-    exposed = lint_summary(module, False, widening)["findings"]
+    exposed = _exposed_products(module, widening)
     if not exposed:
-        _detail(request, "redundant: without it no i32 product reaches an address")
+        _detail(request, "redundant: without it no new i32 product reaches an address")
         return
     cases = [c for c in test.cases if c.module == module and expectation(c) == SAFE]
     tried = []
@@ -438,13 +449,48 @@ def _catch_widening(test, module, widening, request, backend, oracles, caught):
         for case in cases:
             outcome = run_huge(case, wrap, backend, twin=True, wrap_check=wrap_check,
                                widening=widening)
-            if caught(outcome):
+            if caught(outcome) and _attributable(outcome, exposed, case, wrap, backend,
+                                                 wrap_check):
                 _detail(request, f"caught by {case.name} ({wrap}): {how_caught(outcome)}")
                 return
             tried.append(f"{case.name} ({wrap}{', wrap check' if wrap_check else ''}): "
                          f"{outcome.summary()[:160]}")
     pytest.fail(f"the mutant undoing {site.text} at {_shown(file)}:{site.line} survived every "
-                f"huge case of {module}:\n  " + "\n  ".join(tried))
+                f"huge case of {module}; it exposes {', '.join(sorted(exposed))}, which no case "
+                f"drives past 2**31{_unlaunched_hint(cases, file, site.line)}:\n  "
+                + "\n  ".join(tried))
+
+
+def _exposed_products(module, widening):
+    """``file:line`` of each i32 product the mutant has in a flag combination where the
+    module has not (a product the module leaves i32 behind another flag value is not this
+    widening's)."""
+    before = lint_summary(module, False)["variants"]
+    exposed = set()
+    for kernel, variants in lint_summary(module, False, widening)["variants"].items():
+        for index, keys in enumerate(variants):
+            known = before.get(kernel, [])
+            exposed |= set(keys) - set(known[index] if index < len(known) else ())
+    return {key.split(" ", 1)[0] for key in exposed}
+
+
+def _attributable(outcome, exposed, case, wrap, backend, wrap_check):
+    """Whether a caught mutant was caught by its own widening: the wrap is at an exposed
+    product, or the unmutated kernel passes the same run."""
+    if outcome.wrapped and _location(outcome.message) in exposed:
+        return True
+    return run_huge(case, wrap, backend, wrap_check=wrap_check).status == "passed"
+
+
+def _unlaunched_hint(cases, file, line):
+    kernel = _function_at(file, line)
+    launched = {name for c in cases for name in case_summary(c, False)["kernels"]}
+    if kernel not in launched:
+        names = ", ".join(c.name for c in cases) or "none"
+        return (f" (no SAFE case launches {kernel}; the SAFE cases of this module: {names}: "
+                "add a case that calls its launcher)")
+    return (f" (a case launches {kernel}, but none plants a huge tensor that the exposed "
+            "product indexes: add a case whose huge tensor is that one)")
 
 
 def _shown(file):
@@ -507,14 +553,23 @@ def _module_file(module):
 
 
 def _location(message):
-    """``file:line`` from an ``Int32WrapError`` message."""
+    """``file:line`` from an ``Int32WrapError`` message; a twin's line is given in the file
+    it was derived from."""
+    from triton_overflow.lint.report import shown
+    from triton_overflow.twin import twin_origin
     head = message.split(" in ", 1)[0]
     try:
         file, line = head.rsplit(":", 1)
-        from triton_overflow.lint.report import shown
-        return f"{shown(file)}:{int(line)}"
+        return f"{shown(twin_origin(file) or file)}:{int(line)}"
     except ValueError:
         return head[:200]
+
+
+def _wrap_line(message):
+    """An ``Int32WrapError`` message with its location shortened: ``file:line: what wrapped``."""
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    what = first.split("): ", 1)[-1] if "): " in first else first.split(": ", 1)[-1]
+    return f"{_location(first)}: {what}"
 
 
 def _detail(request, text):

@@ -37,6 +37,7 @@ class KernelResult:
     twin_of: str | None = None
     launch: str = ""  # which recorded launch, if any
     notes: list = field(default_factory=list)  # what its check assumed
+    per_variant: list = field(default_factory=list)  # the finding keys of each variant compiled
 
 
 @dataclass
@@ -100,8 +101,11 @@ def check_kernel(kernel, facts=None):
             continue
         result.variants += 1
         graph = build_graph(module, context, _arguments(kernel.jit, variant_types))
+        keys = []
         for finding in find_products(graph, kernel.name, facts):
             findings.setdefault(finding.key, finding)
+            keys.append(finding.key)
+        result.per_variant.append(keys)
     if not result.variants:
         raise KernelNotChecked(describe_error(errors[0] if errors else first_error))
     result.findings = sorted(_with_stand_ins(findings.values(), kernel),
