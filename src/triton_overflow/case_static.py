@@ -49,28 +49,22 @@ def static_summary(case, twin):
 
 
 def record_small_launch(case, twin=False):
-    """Child side: run ``case`` on a small batch in the interpreter; the launch records."""
+    """Child side: run ``case`` on a small batch (in the interpreter, or on the GPU where the
+    interpreter cannot run); the launch records."""
     import importlib
-
-    import torch
 
     from triton_overflow import record
     from triton_overflow.cases import resolve_case
-    from triton_overflow.runner import as_on_gpu, small_run
+    from triton_overflow.runner import as_on_gpu, small_batch, small_run
     from triton_overflow.twin import load_twin
     record.install()
     case = resolve_case(case)
-    on_gpu = not mode.interpreted()
-    run = small_run(case, "cuda" if on_gpu else "cpu", SMALL_ROWS)
-    generator = torch.Generator().manual_seed(SMALL_ROWS)
-    huge = torch.zeros(run.rows, run.row_stride, dtype=case.dtype)
-    for row in range(run.rows):
-        huge[row, :case.width] = case.random_row(generator, case.width).to(case.dtype)
-    huge = huge.to(run.device)[:, :case.width]
+    run = small_run(case, "cpu" if mode.interpreted() else "cuda", SMALL_ROWS)
+    huge = small_batch(case, run)
     kernels = importlib.import_module(case.module)
     if twin:
         kernels = load_twin(kernels)
-    with as_on_gpu(case, not on_gpu):
+    with as_on_gpu(case, run.interpreted):
         inputs = case.prepare(huge, run)
         case.launch(kernels, huge, run, **inputs)
     triton_dir = str(Path(importlib.import_module("triton").__file__).parent)

@@ -41,6 +41,18 @@ def small_run(case, device, rows):
                    run_poison_slots=case.run_poison_slots)
 
 
+def small_batch(case, run, copy_row=False):
+    """Random rows for a ``small_run`` on ``run.device``, ``run.row_stride`` apart; with
+    ``copy_row`` the last row a copy of row 0."""
+    generator = torch.Generator().manual_seed(run.rows)
+    rows = torch.stack([case.random_row(generator, case.width) for _ in range(run.rows)])
+    buffer = torch.zeros(run.rows, run.row_stride, dtype=case.dtype)
+    buffer[:, :case.width] = rows.to(case.dtype)
+    if copy_row:
+        buffer[-1] = buffer[0]
+    return buffer.to(run.device)[:, :case.width]
+
+
 SPARE = {"lazy-host": memory.GIB, "dense-device": memory.GIB, "aliased-device": memory.GIB // 4}
 
 

@@ -190,19 +190,14 @@ def _test_static_check_flags_twin(self, case, request):
     assert not missed, f"twin kernels without an error: {missed}\n{summary['text']}"
 
 
-_CASE_SUMMARIES = {}
-
-
+@functools.cache
 def case_summary(case, twin):
     """``case_static.static_summary``, once per case and twin in this process."""
     from triton_overflow.case_static import static_summary
-    key = (case.name, twin)
-    if key not in _CASE_SUMMARIES:
-        try:
-            _CASE_SUMMARIES[key] = static_summary(case, twin)
-        except RuntimeError as error:
-            pytest.fail(str(error))
-    return _CASE_SUMMARIES[key]
+    try:
+        return static_summary(case, twin)
+    except RuntimeError as error:
+        pytest.fail(str(error))
 
 
 @functools.cache
@@ -233,7 +228,7 @@ def lint_module(module, twins, widening=None):
     origin = {path: spec.origin}
     return {"exit": report.exit_code, "text": as_text(report, [path]),
             "kernels": [r.name for r in report.results],
-            "variants": {r.name: [sorted(f"{shown(origin.get(file, file))}:{line} {product}"
+            "variants": {r.name: [sorted([f"{shown(origin.get(file, file))}:{line}", product]
                                          for file, line, product in keys)
                                   for keys in r.per_variant] for r in report.results},
             "findings": [{"kernel": f.kernel,
@@ -468,10 +463,11 @@ def _exposed_products(module, widening):
     before = lint_summary(module, False)["variants"]
     exposed = set()
     for kernel, variants in lint_summary(module, False, widening)["variants"].items():
-        for index, keys in enumerate(variants):
-            known = before.get(kernel, [])
-            exposed |= set(keys) - set(known[index] if index < len(known) else ())
-    return {key.split(" ", 1)[0] for key in exposed}
+        known = before.get(kernel, [])
+        for index, pairs in enumerate(variants):
+            had = {tuple(pair) for pair in known[index]} if index < len(known) else set()
+            exposed |= {where for where, product in pairs if (where, product) not in had}
+    return exposed
 
 
 def _attributable(outcome, exposed, case, wrap, backend, wrap_check):
@@ -503,18 +499,10 @@ def _shown(file):
 def _small_batch(case, device, rows, copy_row):
     import importlib
 
-    import torch
-    from triton_overflow.runner import small_run
+    from triton_overflow.runner import as_on_gpu, small_batch, small_run
     run = small_run(case, device, rows)
-    generator = torch.Generator().manual_seed(rows)
-    logits = torch.stack([case.random_row(generator, case.width) for _ in range(rows)])
-    buffer = torch.zeros(rows, run.row_stride, dtype=case.dtype)
-    buffer[:, :case.width] = logits.to(case.dtype)
-    if copy_row:
-        buffer[-1] = buffer[0]
-    logits = buffer.to(device)[:, :case.width]
+    logits = small_batch(case, run, copy_row)
     planted = {row: logits[row].cpu().clone() for row in range(rows)}
-    from triton_overflow.runner import as_on_gpu
     with as_on_gpu(case, run.interpreted):
         inputs = case.prepare(logits, run)
         produced = case.launch(importlib.import_module(case.module), logits, run, **inputs)
