@@ -172,6 +172,41 @@ def _extern_elementwise(original, ops, interpreter):
     return create_extern_elementwise
 
 
+class _OncePerLaunch:
+    """The interpreter's ``_patch_lang`` with the libdevice plan applied, done once per launch.
+
+    The interpreter patches ``triton.language`` when a launch starts (and restores it when the
+    launch ends), and again at every call of a ``@triton.jit`` helper inside it, where nothing
+    is left to patch but ``inspect.getmembers`` walks the whole language each time: most of an
+    interpreted launch of a kernel made of small helpers. A helper call whose language modules
+    and globals the launch already patched is skipped.
+    """
+
+    def __init__(self, patch_lang, plan):
+        self.patch_lang, self.plan = patch_lang, plan
+        self.patched = None  # while a launch runs: ids of the language modules and globals
+
+    def __call__(self, fn):
+        import triton.language as tl
+        key = {id(value) for value in fn.__globals__.values() if value is tl or value is tl.core}
+        key.add(id(fn.__globals__))
+        if self.patched is not None and key <= self.patched:
+            return compat.interpreter()._LangPatchScope()
+        scope = self.patch_lang(fn)
+        self.plan.apply(fn, scope)
+        if self.patched is None:
+            restore = scope.restore
+
+            def restore_and_forget():
+                self.patched = None
+                restore()
+
+            scope.restore = restore_and_forget
+            self.patched = set()
+        self.patched |= key
+        return scope
+
+
 _installed = False
 
 
@@ -190,18 +225,14 @@ def install():
     patch_lang = getattr(interpreter, "_patch_lang", None)
     semantic = getattr(interpreter, "interpreter_semantic", None)
     needed = (builder, patch_lang, semantic, getattr(interpreter, "_get_np_dtype", None),
-              getattr(builder, "create_extern_elementwise", None))
+              getattr(builder, "create_extern_elementwise", None),
+              getattr(interpreter, "_LangPatchScope", None))
     if any(part is None for part in needed):
         return False
     plan = _Plan(semantic)
     builder.create_extern_elementwise = _extern_elementwise(
         builder.create_extern_elementwise, plan.symbols(), interpreter)
 
-    def _patch_lang(fn):
-        scope = patch_lang(fn)
-        plan.apply(fn, scope)
-        return scope
-
-    interpreter._patch_lang = _patch_lang
+    interpreter._patch_lang = _OncePerLaunch(patch_lang, plan)
     _installed = True
     return True
