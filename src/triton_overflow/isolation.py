@@ -1,29 +1,38 @@
 """Run one case in a child process, so that its fault can never reach another test.
 
 After an illegal memory access the CUDA context of the process is dead, and a segfault in the
-interpreter kills the process: either would fail every test after it. ``run_isolated`` starts a
-fresh Python (``python -m triton_overflow.isolation``) with the parent's import path and working
-directory, puts it in the requested execution mode (``triton_overflow.mode``), calls
-``module:function(**kwargs)`` there, and reports how it ended:
+interpreter kills the process: either would fail every test after it. ``run_isolated`` runs
+``module:function(**kwargs)`` in a new process with the parent's import path, working directory
+and environment, in the requested execution mode (``triton_overflow.mode``), and reports how it
+ended:
 
 * ``passed``: it returned; ``value`` is what it returned (JSON);
 * ``failed``: it raised; ``error`` is the exception type, ``message`` its text;
 * ``crashed``: the process died (a signal, or an exit without a result);
 * ``timeout``: it ran past ``timeout`` seconds and was killed.
+
+The new process is forked from a server process (``python -m triton_overflow.isolation MODE``,
+started on first use), one per test process and per interpreter flag: it has imported torch,
+numpy and Triton (with the flag of its mode set, as Triton decorates its own library functions
+when it is imported) and nothing else, which spares each run the two seconds of importing
+them. The server never initialises CUDA, compiles or runs a kernel, so each child starts as a
+fresh interpreter in that mode would, and a fault in the child is the child's alone.
 """
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import threading
 import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from triton_overflow.mode import child_environment, configure
+from triton_overflow.mode import COMPILE, INTERPRETER, child_environment, configure, resolve
 
 ILLEGAL_ACCESS = ("illegal memory access", "misaligned address", "device-side assert",
                   "unspecified launch failure")
@@ -76,47 +85,151 @@ class Outcome:
         return f"timed out after {self.seconds:.0f} s"
 
 
+PRELOADED = ("torch", "numpy", "triton", "triton.language")
+
+
 def run_isolated(target, kwargs=None, *, mode, env=None, timeout=600):
     """Call ``target`` ("package.module:function") with ``kwargs`` in a child process that runs
     in ``mode`` (see ``triton_overflow.mode``); ``env`` adds variables."""
     child_env = child_environment(mode)
     child_env.update(env or {})
-    # The child imports what this process can: the test run's import path, then its own.
+    # What the child itself starts imports what this process can: its import path first.
     inherited = [str(Path(p).resolve()) for p in sys.path if p]
     child_env["PYTHONPATH"] = os.pathsep.join(
         inherited + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
     with tempfile.TemporaryDirectory(prefix="isolated-") as folder:
-        result_path = Path(folder) / "result.json"
-        command = [sys.executable, "-m", "triton_overflow.isolation", mode, target,
-                   json.dumps(kwargs or {}), str(result_path)]
+        result_path, output_path = Path(folder) / "result.json", Path(folder) / "output.txt"
+        request = {"mode": mode, "target": target, "kwargs": json.dumps(kwargs or {}),
+                   "result_path": str(result_path), "output_path": str(output_path),
+                   "env": child_env, "cwd": os.getcwd(), "path": sys.path}
         start = time.monotonic()
-        try:
-            done = subprocess.run(command, env=child_env, capture_output=True, text=True,
-                                  timeout=timeout)
-        except subprocess.TimeoutExpired as expired:
-            output = (expired.stdout or b"")[-4000:]
-            return Outcome("timeout", time.monotonic() - start,
-                           output=output.decode(errors="replace") if isinstance(output, bytes) else output)
+        returncode = _SERVERS[resolve(mode) == INTERPRETER].run(request, timeout)
         seconds = time.monotonic() - start
-        output = (done.stdout + done.stderr)[-4000:]
+        output = _tail(output_path, 4000)
+        if returncode is None:
+            return Outcome("timeout", seconds, output=output)
         if result_path.exists():
             result = json.loads(result_path.read_text())
             if result["ok"]:
                 return Outcome("passed", seconds, value=result["value"], output=output,
-                               returncode=done.returncode)
+                               returncode=returncode)
             return Outcome("failed", seconds, error=result["error"], message=result["message"],
-                           output=output + result["traceback"][-3000:], returncode=done.returncode,
+                           output=output + result["traceback"][-3000:], returncode=returncode,
                            extra=result.get("extra", {}))
-        if done.returncode < 0:
-            name = signal.Signals(-done.returncode).name
-            message = f"killed by {name}"
+        if returncode < 0:
+            message = f"killed by {signal.Signals(-returncode).name}"
         else:
-            message = f"exited with status {done.returncode} before reporting a result"
+            message = f"exited with status {returncode} before reporting a result"
         return Outcome("crashed", seconds, message=message, output=output,
-                       returncode=done.returncode)
+                       returncode=returncode)
 
 
-def _child(mode, target, kwargs_json, result_path):
+class ForkServer:
+    """The parent's handle on a server: one request at a time, a line of JSON each way."""
+
+    def __init__(self, interpreted):
+        self.interpreted = interpreted
+        self._process = None
+        self._lock = threading.Lock()
+
+    def run(self, request, timeout):
+        """Fork a child for ``request``; its exit code (negative: the signal that killed it),
+        or None when it ran past ``timeout`` seconds and was killed."""
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    return self._run(request, timeout)
+                except (BrokenPipeError, EOFError):
+                    self.close()  # the server died between runs; one restart
+                    if attempt == 2:
+                        raise
+
+    def _run(self, request, timeout):
+        process = self._started()
+        process.stdin.write(json.dumps(request) + "\n")
+        process.stdin.flush()
+        pid = json.loads(_line(process))["pid"]
+        ready, _, _ = select.select([process.stdout], [], [], timeout)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            _line(process)
+            return None
+        return json.loads(_line(process))["exit"]
+
+    def _started(self):
+        if self._process is None or self._process.poll() is not None:
+            env = child_environment(INTERPRETER if self.interpreted else COMPILE)
+            env["PYTHONPATH"] = os.pathsep.join(
+                [str(Path(p).resolve()) for p in sys.path if p]
+                + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "triton_overflow.isolation"], env=env, text=True,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return self._process
+
+    def close(self):
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+
+
+_SERVERS = {interpreted: ForkServer(interpreted) for interpreted in (False, True)}
+
+
+def _line(process):
+    line = process.stdout.readline()
+    if not line:
+        raise EOFError("the fork server exited")
+    return line
+
+
+def _tail(path, size):
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - size))
+            return handle.read().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def _serve():
+    """The server: preload, then fork a child per request line and report its exit."""
+    import importlib
+    for name in PRELOADED:
+        importlib.import_module(name)
+    requests, replies = sys.stdin, sys.stdout
+    for line in requests:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(0)
+                os.close(1)
+                os.chdir(request["cwd"])
+                sys.path[:] = request["path"]
+                os.environ.clear()
+                os.environ.update(request["env"])
+                _child(request["mode"], request["target"], request["kwargs"],
+                       request["result_path"], request["output_path"])
+            finally:
+                os._exit(70)  # never back into the server's loop
+        replies.write(json.dumps({"pid": pid}) + "\n")
+        replies.flush()
+        _, status = os.waitpid(pid, 0)
+        replies.write(json.dumps({"exit": os.waitstatus_to_exitcode(status)}) + "\n")
+        replies.flush()
+
+
+def _child(mode, target, kwargs_json, result_path, output_path):
+    with open(output_path, "wb") as output:
+        os.dup2(output.fileno(), 1)
+        os.dup2(output.fileno(), 2)
+    # Triton reads a few variables once, when it is imported (TRITON_DEBUG, which turns on its
+    # sanitizer): read them again from this child's environment.
+    refresh = getattr(getattr(sys.modules.get("triton"), "knobs", None), "refresh_knobs", None)
+    if refresh is not None:
+        refresh()
     module_name, _, function_name = target.partition(":")
     try:
         import importlib
@@ -136,4 +249,4 @@ def _child(mode, target, kwargs_json, result_path):
 
 
 if __name__ == "__main__":
-    _child(*sys.argv[1:5])
+    _serve()
