@@ -7,9 +7,11 @@ on a small batch in the interpreter and recorded (``triton_overflow.record``), a
 kernels it launched are compiled with the constexpr values and pointer types of that launch.
 Every int argument stays i32, whatever its small value was (a launch with one request would
 otherwise specialise ``num_reqs = 1`` and hide its products), and the levels are the lint's
-own, or the exact answer at the case's ``limits``.
+own, or the exact answer at the case's ``limits``. The twin's check compiles the twin's kernels
+as the case's recorded launch launched them: its launcher is the same host code.
 """
 
+import functools
 from pathlib import Path
 
 from triton_overflow import mode
@@ -23,7 +25,6 @@ def static_summary(case, twin):
     JSON summary: exit code, text, kernels and findings; raises ``RuntimeError`` with the reason
     when the launch or the check did not run."""
     from triton_overflow import compat
-    from triton_overflow.cases import case_reference
     where = mode.INTERPRETER
     if compat.interpreter_problem() is not None:
         if not mode.cuda_available():
@@ -31,21 +32,49 @@ def static_summary(case, twin):
                                f"interpreter or on a GPU: {compat.interpreter_problem()}, and "
                                "no CUDA device is visible")
         where = mode.DEVICE
-    recorded = run_isolated("triton_overflow.case_static:record_small_launch",
-                            {"case": case_reference(case), "twin": twin},
-                            mode=where, timeout=600)
-    if recorded.status != "passed":
-        raise RuntimeError(f"the small launch of {case.name} that the static tier records did "
-                           f"not run: {recorded.summary()}\n{recorded.output}")
-    if not recorded.value:
-        raise RuntimeError(f"the small launch of {case.name} launched no Triton kernel")
+    records = _small_launch_records(case, where)
+    if twin:
+        records = _as_twin(records, case)
     checked = run_isolated("triton_overflow.case_static:lint_records",
-                           {"records": recorded.value, "limits": dict(case.limits)},
+                           {"records": records, "limits": dict(case.limits)},
                            mode=mode.COMPILE, timeout=600)
     if checked.status != "passed":
         raise RuntimeError(f"the static check of {case.name}'s kernels did not run: "
                            f"{checked.summary()}\n{checked.output}")
     return checked.value
+
+
+@functools.cache
+def _small_launch_records(case, where):
+    """The kernels ``case``'s launcher launches on a small batch, recorded in a child process
+    (once per case in this process: the static checks of the case and of its twin share it)."""
+    from triton_overflow.cases import case_reference
+    recorded = run_isolated("triton_overflow.case_static:record_small_launch",
+                            {"case": case_reference(case)}, mode=where, timeout=600)
+    if recorded.status != "passed":
+        raise RuntimeError(f"the small launch of {case.name} that the static tier records did "
+                           f"not run: {recorded.summary()}\n{recorded.output}")
+    if not recorded.value:
+        raise RuntimeError(f"the small launch of {case.name} launched no Triton kernel")
+    return recorded.value
+
+
+def _as_twin(records, case):
+    """The records of the case's int32 twin: the same launcher makes the same launches (the
+    constexprs, types and grids are the host's), of the twin's kernels where the case's
+    module defines them."""
+    import importlib.util
+
+    from triton_overflow.twin import write_twin
+    origin = str(Path(importlib.util.find_spec(case.module).origin).resolve())
+    twin_file = None
+    twins = []
+    for record in records:
+        if str(Path(record["file"]).resolve()) == origin:
+            twin_file = twin_file or str(write_twin(origin))
+            record = {**record, "file": twin_file}
+        twins.append(record)
+    return twins
 
 
 def record_small_launch(case, twin=False):

@@ -223,8 +223,12 @@ def lint_module(module, twins, widening=None):
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin:
         raise LookupError(f"module {module} not found")
-    path = spec.origin if widening is None else str(write_twin(spec.origin, only=widening))
-    report = lint([path], twins=twins)
+    path, only = spec.origin, None
+    if widening is not None:
+        from triton_overflow.twin import list_widenings
+        path = str(write_twin(spec.origin, only=widening))
+        only = _functions_reaching(spec.origin, list_widenings(spec.origin)[widening].line)
+    report = lint([path], twins=twins, only=only)
     origin = {path: spec.origin}
     return {"exit": report.exit_code, "text": as_text(report, [path]),
             "kernels": [r.name for r in report.results],
@@ -291,6 +295,27 @@ def sanitizer_report(case, wrap, backend, twin=False):
     lines = [f"{text} ({where}; {count} report{'s' if count > 1 else ''}){twin}"
              for text, count, where, twin in reports.values()]
     return "\n".join(lines) or f"the sanitizer reported nothing ({outcome.summary()})"
+
+
+def _functions_reaching(file, line):
+    """The names of the functions of ``file`` that are, or call (through the file's other
+    functions), the function holding ``line``: the kernels a change on that line can change.
+    None when the line is in no function."""
+    import ast
+    tree = ast.parse(Path(file).read_text())
+    functions = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    target = _function_at(file, line)
+    if target not in functions:
+        return None
+    calls = {name: {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node)
+                    if isinstance(n, (ast.Name, ast.Attribute))}
+             for name, node in functions.items()}
+    reaching, grew = {target}, True
+    while grew:
+        more = {name for name, used in calls.items() if used & reaching} - reaching
+        reaching |= more
+        grew = bool(more)
+    return reaching
 
 
 def _function_at(file, line):

@@ -191,17 +191,17 @@ def _first_compiling_types(kernel, kernel_plan):
     return kernel_plan.types, first_error, None
 
 
-def lint(paths, twins=False, facts=None, execute=True):
+def lint(paths, twins=False, facts=None, execute=True, only=None):
     """The ``Report`` over every kernel under ``paths`` (their int32 twins with ``twins``);
-    without ``execute`` nothing of the files runs but what Triton needs (``loader``)."""
+    without ``execute`` nothing of the files runs but what Triton needs (``loader``); with
+    ``only`` (names), just those kernels."""
     found = discover.find(paths, execute=execute)
     if facts is not None:
         _check_limit_names(found.kernels, facts)
     report = Report(problems=list(found.problems), notes=list(found.notes),
                     label="int32 twins" if twins else "kernels")
-    kernels = found.kernels
-    if twins:
-        kernels = _twin_kernels(found, report)
+    kernels = _twin_kernels(found, report) if twins else found.kernels
+    kernels = [k for k in kernels if only is None or k.name in only]
     for kernel in kernels:
         try:
             result = check_kernel(kernel, facts)
