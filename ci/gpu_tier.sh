@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The GPU tier alone (pytest -m gpu), timed, with the device memory in use sampled every
-# 250 ms. With --hold-all-but GIB another process first takes all but GIB of every visible
+# The GPU tier alone (pytest -m gpu, on pytest-xdist workers sized to the machine), timed,
+# with the device memory in use sampled every 250 ms. With --hold-all-but GIB another process first takes all but GIB of every visible
 # device and holds it for the whole run: how a shared or small (16-24 GiB) card looks.
 #
 #   ci/gpu_tier.sh OUT_DIR [--hold-all-but GIB] [-- PYTEST_ARGS...]
@@ -45,9 +45,15 @@ if command -v nvidia-smi >/dev/null 2>&1; then
         >"$out/gpu-memory.csv" 2>/dev/null &
     sampler=$!
 fi
+# In parallel unless the arguments choose: `-n auto` is sized by the suite's plugin to the CPUs
+# and the devices' free memory.
+workers=()
+if "$python" -c "import xdist" 2>/dev/null && ! printf '%s\n' "$@" | grep -qE '^(-n|--numprocesses)'; then
+    workers=(-n auto --dist worksteal)
+fi
 started=$(date +%s)
-"$python" -m pytest -m gpu -p no:cacheprovider -rs --junitxml="$out/junit.xml" "$@" \
-    >"$out/pytest.log" 2>&1
+"$python" -m pytest -m gpu -p no:cacheprovider -rs --junitxml="$out/junit.xml" "${workers[@]}" \
+    "$@" >"$out/pytest.log" 2>&1
 status=$?
 wall=$(( $(date +%s) - started ))
 [ -n "$sampler" ] && kill "$sampler" 2>/dev/null

@@ -4,6 +4,6 @@
 source "$(dirname "$0")/env.sh"
 workers=()
 if "$PYTHON" -c "import xdist" 2>/dev/null; then
-    workers=(-n "${OVERFLOW_WORKERS:-auto}")
+    workers=(-n "${OVERFLOW_WORKERS:-auto}" --dist worksteal)
 fi
 exec "$PYTHON" -m pytest "${workers[@]}" "$@"

@@ -11,10 +11,12 @@ venv=${1:-$(mktemp -d)/venv}
 unset PYTHONPATH TRITON_INTERPRET
 echo "example: installing the suite and myengine into $venv"
 python3 -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    -r "$suite/ci/requirements-cpu.txt"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "$suite"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -e "$here"
+pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile)
+"${pip[@]}" -r "$suite/ci/requirements-cpu.txt"
+"${pip[@]}" --no-deps "$suite"
+"${pip[@]}" --no-deps -e "$here"
+"$venv/bin/python" -m compileall -q -j 0 "$("$venv/bin/python" -c \
+    'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null || true
 cd "$here"
 export PATH="$venv/bin:$PATH"
 

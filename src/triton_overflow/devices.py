@@ -26,6 +26,8 @@ RUN_VARIABLE = "TRITON_OVERFLOW_RUN"
 GPUS_VARIABLE = "TRITON_OVERFLOW_GPUS"
 CONTEXT_BYTES = 768 * 2**20  # a child's CUDA context and Triton's modules, beyond the case
 WAIT_SECONDS = 1800
+WORKER_BYTES = 2**30
+WORKERS_PER_GPU = 10
 _SURVEY = ("import json, torch\n"
            "print(json.dumps([[torch.cuda.get_device_name(i), *torch.cuda.mem_get_info(i)]\n"
            "                  for i in range(torch.cuda.device_count())]))\n")
@@ -67,6 +69,20 @@ def start_run():
               "reservations": {}, "ran": {gid: 0 for gid in ids}}
     _write(_budget_path(), budget)
     return budget
+
+
+def auto_workers():
+    """The worker count for ``pytest -n auto``: one per CPU this process may use; with GPUs,
+    no more than their free memory holds at ``WORKER_BYTES`` a worker (its own CUDA context and
+    a huge case's child), and at most ``WORKERS_PER_GPU`` a device, past which the workers wait
+    on one another's compiles and the memory budget instead of running."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    path = _budget_path()
+    gpus = _read(path)["devices"].values() if path is not None and path.exists() else []
+    if not gpus:
+        return max(1, cpus or 1)
+    fitting = sum(min(WORKERS_PER_GPU, max(1, d["capacity"] // WORKER_BYTES)) for d in gpus)
+    return max(1, min(cpus or 1, fitting))
 
 
 def pin_worker(worker):

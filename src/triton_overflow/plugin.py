@@ -8,9 +8,8 @@ the reason, and collects the kernel x detector outcomes behind ``triton-overflow
 Disable it with ``-p no:triton_overflow``.
 """
 
-import json
+import functools
 import os
-from collections import defaultdict
 
 import pytest
 
@@ -30,9 +29,13 @@ MARKERS = {
     "widening(detector)": "the widening x detector cell of the validation report this test fills",
     "widening_site(where, kernel, text)": "the widening (file:line) a mutant test undoes",
 }
-CELL = "overflow-cell"
-WIDENING_CELL = "overflow-widening"
 DENSE = "dense-device"
+# The generated tests that compile whole kernels or run a family's cases, in the order that
+# xdist workers start them (every other test after them, in file order); the static checks
+# first, whose cells complete one family at a time. Within each, the larger kernel files
+# first: they take the longest to compile.
+LONGEST_FIRST = {"test_static_check": 0, "test_static_check_flags_twin": 0,
+                 "test_compiles_for_sm90": 1, "test_interpreter_huge_cases_catch_each_widening": 2}
 
 
 def _register_profiles():
@@ -66,6 +69,9 @@ def pytest_addoption(parser):
                     "reports in the failure")
     group.addoption("--detector-report", metavar="PATH", default=None,
                     help="write the kernel x detector outcomes of this run as JSON to PATH")
+    group.addoption("--overflow-progress", action="store_true", default=False,
+                    help="print a line as each kernel x detector cell of the report completes "
+                    "(its verdict, seconds, and how many cells are left)")
     group.addoption("--overflow-expect", metavar="CASE_GLOB=safe|overflows", action="append",
                     default=[], help="override the `expect` of the cases whose name matches "
                     "CASE_GLOB for this run (repeatable; the first match wins), e.g. to run one "
@@ -92,6 +98,15 @@ def pytest_load_initial_conftests(early_config, parser, args):
     early_config._overflow_mode = mode.configure(requested)
 
 
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: sized to the CPUs, and on a GPU runner to the devices' free memory (unless
+    PYTEST_XDIST_AUTO_NUM_WORKERS says, as pytest-xdist documents)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return devices.auto_workers()
+
+
 def pytest_configure(config):
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
@@ -100,9 +115,11 @@ def pytest_configure(config):
         set_expectations(config.getoption("overflow_expect") + config.getini("overflow_expect"))
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
-    config._overflow_cells = defaultdict(list)
-    config._overflow_widenings = []
-    config._overflow_collection_errors = []
+    from triton_overflow.report import REPORT, DetectorReport
+    report = DetectorReport(config, config.getoption("--detector-report"),
+                            config.getoption("--overflow-progress"))
+    config.stash[REPORT] = report
+    config.pluginmanager.register(report, "triton-overflow-report")
 
 
 def pytest_report_header(config):
@@ -162,6 +179,42 @@ def pytest_collection_modifyitems(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+    workers = getattr(config, "workerinput", {}).get("workercount", 0)
+    if workers:
+        items[:] = _dealt(items, workers)
+
+
+def _dealt(items, workers):
+    """The order for pytest-xdist's worksteal, which gives each worker a contiguous share of
+    the list and lets idle workers steal from the end of others': each share starts with its
+    part of the long tests, longest first, dealt round, and goes on with a run of the others
+    in file order (a family's tests together, so that its kernels compile once into Triton's
+    cache)."""
+    long = sorted((item for item in items if _longest_first(item)[0] < len(LONGEST_FIRST)),
+                  key=_longest_first)
+    rest = [item for item in items if _longest_first(item)[0] == len(LONGEST_FIRST)]
+    share = -(-len(rest) // workers)
+    return [item for worker in range(workers)
+            for item in long[worker::workers] + rest[worker * share:(worker + 1) * share]]
+
+
+def _longest_first(item):
+    rank = LONGEST_FIRST.get(getattr(item, "originalname", ""))
+    if rank is None:
+        return (len(LONGEST_FIRST), 0)
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    module = (getattr(params.get("case"), "module", None) or params.get("module")
+              or getattr(params.get("spec"), "kernel", "").partition(":")[0])
+    return (rank, -_file_size(module) if isinstance(module, str) and module else 0)
+
+
+@functools.cache
+def _file_size(module):
+    import importlib.util
+    try:
+        return os.path.getsize(importlib.util.find_spec(module).origin)
+    except (ImportError, AttributeError, OSError, ValueError):
+        return 0
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -173,110 +226,13 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"--require-gpu: this gpu test was skipped: {reason}"
-    cells = []
-    detail = next((value for name, value in item.user_properties if name == "overflow-detail"),
-                  "")
-    for mark in item.iter_markers("covers"):
-        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            reason = _reason(report)
-            cells.append((CELL, {"kernel": mark.kwargs["kernel"],
-                                 "detector": mark.kwargs["detector"],
-                                 "role": mark.kwargs.get("role", "fixed"),
-                                 "outcome": report.outcome, "reason": reason, "detail": detail,
-                                 "test": item.nodeid,
-                                 "peak_gib": _peak(item)}))
-    site, widening = item.get_closest_marker("widening_site"), item.get_closest_marker("widening")
-    if site and widening and (report.when == "call" or (report.when == "setup" and
-                                                        report.outcome != "passed")):
-        cells.append((WIDENING_CELL, {**site.kwargs, "detector": widening.kwargs["detector"],
-                                      "outcome": report.outcome, "reason": _reason(report),
-                                      "detail": detail, "test": item.nodeid}))
-    if cells:
-        # Carried on the report, so that with pytest-xdist the outcomes reach the controller.
-        report.user_properties = [*report.user_properties, *cells]
-
-
-def _reason(report):
-    """One line saying why a test was skipped or failed: the skip reason, or the first line of
-    the failure's message (the wrap, the row, the fault), not the line that raised it."""
-    if report.skipped and isinstance(report.longrepr, tuple):
-        return report.longrepr[2].removeprefix("Skipped: ")
-    if not report.failed:
-        return ""
-    crash = getattr(report.longrepr, "reprcrash", None)
-    text = crash.message if crash is not None and crash.message else str(report.longrepr)
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    for prefix in ("Failed: ", "AssertionError: "):
-        lines = [line.removeprefix(prefix) for line in lines]
-    return (lines[0] if lines else "failed")[:300]
-
-
-def pytest_collectreport(report):
-    config = _config_of(report)
-    if report.failed and config is not None:
-        text = str(report.longrepr).strip().splitlines()
-        error = next((line.lstrip("E ").strip() for line in reversed(text)
-                      if line.startswith("E ")), text[-1] if text else "collection failed")
-        config._overflow_collection_errors.append({"test": report.nodeid, "reason": error[:300]})
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    known = sorted((kernel, detector, result["detail"])
-                   for (kernel, detector), results in getattr(config, "_overflow_cells", {}).items()
-                   for result in results
-                   if result["role"] == "overflow" and result["outcome"] == "passed"
-                   and result.get("detail"))
-    if known:
-        terminalreporter.write_line("triton-overflow: known overflows (expect=OVERFLOWS, caught):")
-        for kernel, detector, detail in dict.fromkeys(known):
-            terminalreporter.write_line(f"  {kernel}: {detector}: {detail}")
     ran = devices.ran_per_device()
     if any(ran.values()):
         terminalreporter.write_line("triton-overflow: huge cases per GPU: " + ", ".join(
             f"{device}: {count}" for device, count in ran.items()))
-
-
-def _peak(item):
-    for name, value in item.user_properties:
-        if name == "case" and isinstance(value, dict):
-            return value.get("peak_gib")
-    return None
-
-
-def pytest_runtest_logreport(report):
-    cells = getattr(_config_of(report), "_overflow_cells", None)
-    if cells is None:
-        return
-    for name, cell in report.user_properties:
-        if name == CELL:
-            cell = dict(cell)
-            cells[(cell.pop("kernel"), cell.pop("detector"))].append(cell)
-        elif name == WIDENING_CELL:
-            _config_of(report)._overflow_widenings.append(dict(cell))
-
-
-_CONFIG = []
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session):
-    _CONFIG[:] = [session.config]
-
-
-def _config_of(report):
-    return _CONFIG[0] if _CONFIG else None
-
-
-def pytest_sessionfinish(session, exitstatus):
-    path = session.config.getoption("--detector-report")
-    if path and not hasattr(session.config, "workerinput"):
-        rows = [{"kernel": kernel, "detector": detector, "results": results}
-                for (kernel, detector), results in sorted(session.config._overflow_cells.items())]
-        with open(path, "w") as handle:
-            json.dump({"exitstatus": int(exitstatus), "cells": rows,
-                       "widenings": session.config._overflow_widenings,
-                       "collection_errors": session.config._overflow_collection_errors},
-                      handle, indent=1)
 
 
 @pytest.fixture(scope="session")

@@ -16,8 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-DETECTORS = ("correctness", "row-0 copy", "validation", "static", "interpreter huge",
-             "gpu aliased huge", "gpu dense huge")
+from triton_overflow.report import DETECTORS, WIDENING_DETECTORS, cell_verdict
 
 
 def main(out, profile=None, pytest_args=()):
@@ -27,9 +26,10 @@ def main(out, profile=None, pytest_args=()):
     out.mkdir(parents=True, exist_ok=True)
     report_path = out / "detectors.json"
     report_path.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--overflow-progress",
                f"--junitxml={out / 'junit.xml'}", f"--detector-report={report_path}",
-               *([f"--hypothesis-profile={profile}"] if profile else []), *pytest_args]
+               *([f"--hypothesis-profile={profile}"] if profile else []),
+               *_workers(pytest_args), *pytest_args]
     print(f"validate: running {' '.join(command[2:])}", flush=True)
     started = time.monotonic()
     code = subprocess.call(command)
@@ -64,38 +64,23 @@ def main(out, profile=None, pytest_args=()):
     return 0 if code == 0 and not failures else 1
 
 
+def _workers(pytest_args):
+    """``-n auto`` (pytest-xdist, sized by the plugin) unless the arguments choose already."""
+    import importlib.util
+    chosen = any(a in ("-n", "--numprocesses", "no:xdist") or a.startswith(("-n", "--numprocesses="))
+                 for a in pytest_args)
+    if chosen or importlib.util.find_spec("xdist") is None:
+        return []
+    return ["-n", "auto", "--dist", "worksteal"]
+
+
 def build_table(cells):
     table, failures = {}, []
     for cell in cells:
-        kernel, detector = cell["kernel"], cell["detector"]
-        parts = []
-        for role, good in (("fixed", "passed"), ("overflow", "overflows"),
-                           ("twin", "twin caught")):
-            results = [r for r in cell["results"] if r["role"] == role]
-            if not results:
-                continue
-            failed = [r for r in results if r["outcome"] == "failed"]
-            skipped = [r for r in results if r["outcome"] == "skipped"]
-            if failed:
-                parts.append({"fixed": "FAILED", "overflow": "STOPPED OVERFLOWING?",
-                              "twin": "TWIN MISSED"}[role])
-                failures += [f"{r['test']}: {r['reason']}" for r in failed]
-            elif len(skipped) == len(results):
-                label = "skipped" if role != "twin" else "twin skipped"
-                parts.append(f"{label}: {skipped[0]['reason']}")
-            elif role == "overflow":
-                details = sorted({r.get("detail") or "" for r in results} - {""})
-                parts.append(details[0] if details else good)
-            else:
-                peaks = [r["peak_gib"] for r in results if r.get("peak_gib") is not None]
-                parts.append(good + (f" (peak {max(peaks):.2f} GiB)" if peaks else ""))
-        if len(parts) == 2 and parts[1] == f"twin {parts[0]}":
-            parts = parts[:1]  # the same skip reason for both roles
-        table.setdefault(kernel, {})[detector] = ", ".join(parts)
+        text, failed = cell_verdict(cell["results"])
+        table.setdefault(cell["kernel"], {})[cell["detector"]] = text
+        failures += failed
     return table, failures
-
-
-WIDENING_DETECTORS = ("interpreter huge", "gpu aliased huge")
 
 
 def widening_matrix(results):

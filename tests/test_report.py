@@ -1,0 +1,126 @@
+"""The run's own machinery: the detector report across pytest-xdist workers, with a line per
+completed cell; ``-n auto`` sized to the machine; child processes forked from a server that
+has imported torch but never Triton."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from triton_overflow import devices
+from triton_overflow.isolation import run_isolated
+
+pytestmark = pytest.mark.selftest
+
+CELLS = '''
+import pytest
+
+@pytest.mark.covers(kernel="k", detector="static")
+def test_fixed():
+    pass
+
+@pytest.mark.covers(kernel="k", detector="static", role="twin")
+def test_twin():
+    pass
+
+@pytest.mark.covers(kernel="k", detector="correctness")
+@pytest.mark.parametrize("x", [1, 2, 3])
+def test_rows(x):
+    assert x != 3, "row 3 differs"
+
+@pytest.mark.covers(kernel="k", detector="validation")
+def test_skipped():
+    pytest.skip("needs a CUDA device")
+'''
+
+
+def test_the_report_gathers_every_workers_cells_and_says_when_each_completes(tmp_path):
+    (tmp_path / "test_cells.py").write_text(CELLS)
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2",
+                           "--overflow-progress", f"--detector-report={report}", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    progress = sorted(line.split("] ", 1)[1] for line in done.stdout.splitlines()
+                      if line.startswith("triton-overflow: ["))
+    assert [line.split(" (")[0] for line in progress] == [
+        "k, correctness: FAILED", "k, static: passed, twin caught",
+        "k, validation: skipped: needs a CUDA device"], done.stdout
+    assert all(line.endswith("cells to go)") for line in progress)
+    cells = {c["detector"]: c["results"] for c in json.loads(report.read_text())["cells"]}
+    assert sorted(r["outcome"] for r in cells["correctness"]) == ["failed", "passed", "passed"]
+    assert [r["reason"] for r in cells["correctness"] if r["outcome"] == "failed"] == [
+        "row 3 differs"]
+    assert {r["role"] for r in cells["static"]} == {"fixed", "twin"}
+
+
+def test_auto_workers_are_the_cpus_without_a_gpu_and_what_free_device_memory_holds(
+        tmp_path, monkeypatch):
+    cpus = len(os.sched_getaffinity(0))
+    monkeypatch.delenv(devices.RUN_VARIABLE, raising=False)
+    assert devices.auto_workers() == cpus
+    monkeypatch.setenv(devices.RUN_VARIABLE, f"selftest-{os.getpid()}")
+    budget = devices._budget_path()
+    try:
+        for free_gib, expected in ((4.5, 4), (0.5, 1), (100, devices.WORKERS_PER_GPU)):
+            budget.write_text(json.dumps({"devices": {"0": {
+                "name": "H200", "capacity": int(free_gib * 2**30), "total": 140 * 2**30}}}))
+            assert devices.auto_workers() == min(cpus, expected)
+    finally:
+        budget.unlink(missing_ok=True)
+
+
+def test_n_auto_takes_the_suites_worker_count(tmp_path):
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    run = f"selftest-auto-{os.getpid()}"
+    budget = Path(tempfile.gettempdir()) / f"triton-overflow-{run}.json"  # where the run's is
+    budget.write_text(json.dumps({"devices": {"0": {"name": "small GPU", "capacity": 2**30,
+                                                    "total": 16 * 2**30}},
+                                  "reservations": {}, "ran": {"0": 0}}))
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n",
+                               "auto"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, devices.RUN_VARIABLE: run})
+    finally:
+        budget.unlink(missing_ok=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "created: 1/1 worker" in done.stdout, done.stdout
+
+
+def server_state():
+    """Child side: what a forked child inherits. Triton decorates its own library functions
+    as it is imported, interpreted or not: they show whether it was imported in this mode."""
+    import triton.language as tl
+    import triton
+    return {"library": type(tl.standard.sum).__name__, "torch": "torch" in sys.modules,
+            "debug": triton.knobs.runtime.debug if hasattr(triton, "knobs") else None,
+            "pid": os.getpid(), "cwd": os.getcwd(), "marker": os.environ.get("SELFTEST_MARKER")}
+
+
+def test_children_import_triton_in_their_own_mode_and_get_the_parents_environment():
+    first = run_isolated("tests.test_report:server_state", mode="interpreter",
+                         env={"SELFTEST_MARKER": "one", "TRITON_DEBUG": "1"})
+    second = run_isolated("tests.test_report:server_state", mode="compile")
+    assert first.status == second.status == "passed", first.output + second.output
+    assert first.value["torch"]
+    assert (first.value["library"], second.value["library"]) == ("InterpretedFunction",
+                                                                 "JITFunction")
+    assert first.value["pid"] != second.value["pid"] != os.getpid()
+    assert first.value["cwd"] == os.getcwd()
+    assert (first.value["debug"], second.value["debug"]) in ((True, False), (None, None))
+    assert (first.value["marker"], second.value["marker"]) == ("one", None)
+
+
+def sleeps():
+    import time
+    time.sleep(60)
+
+
+def test_a_child_past_its_timeout_is_killed_and_the_next_one_runs():
+    late = run_isolated("tests.test_report:sleeps", mode="interpreter", timeout=2)
+    assert late.status == "timeout" and late.seconds < 30
+    assert run_isolated("tests.test_report:server_state", mode="interpreter").status == "passed"
