@@ -1,6 +1,6 @@
 """The run's own machinery: the detector report across pytest-xdist workers, with a line per
 completed cell; ``-n auto`` sized to the machine; child processes forked from a server that
-has imported torch but never Triton."""
+has imported torch and Triton in the child's mode; values a run's processes compute once."""
 
 import json
 import os
@@ -124,3 +124,21 @@ def test_a_child_past_its_timeout_is_killed_and_the_next_one_runs():
     late = run_isolated("tests.test_report:sleeps", mode="interpreter", timeout=2)
     assert late.status == "timeout" and late.seconds < 30
     assert run_isolated("tests.test_report:server_state", mode="interpreter").status == "passed"
+
+
+def test_a_shared_value_is_computed_once_a_run(monkeypatch):
+    from triton_overflow import shared
+    monkeypatch.setenv(devices.RUN_VARIABLE, f"selftest-shared-{os.getpid()}")
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"findings": len(calls)}
+    try:
+        assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
+        assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
+        assert shared.once(["lint", "kernels.gumbel"], compute) == {"findings": 2}
+    finally:
+        shared.clear()
+    assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 3}
+    shared.clear()

@@ -14,7 +14,7 @@ as the case's recorded launch launched them: its launcher is the same host code.
 import functools
 from pathlib import Path
 
-from triton_overflow import mode
+from triton_overflow import mode, shared
 from triton_overflow.isolation import run_isolated
 
 SMALL_ROWS = 4
@@ -47,16 +47,20 @@ def static_summary(case, twin):
 @functools.cache
 def _small_launch_records(case, where):
     """The kernels ``case``'s launcher launches on a small batch, recorded in a child process
-    (once per case in this process: the static checks of the case and of its twin share it)."""
+    (once per case in a run: the static checks of the case and of its twin share it)."""
     from triton_overflow.cases import case_reference
-    recorded = run_isolated("triton_overflow.case_static:record_small_launch",
-                            {"case": case_reference(case)}, mode=where, timeout=600)
-    if recorded.status != "passed":
-        raise RuntimeError(f"the small launch of {case.name} that the static tier records did "
-                           f"not run: {recorded.summary()}\n{recorded.output}")
-    if not recorded.value:
-        raise RuntimeError(f"the small launch of {case.name} launched no Triton kernel")
-    return recorded.value
+    reference = case_reference(case)
+
+    def recorded():
+        outcome = run_isolated("triton_overflow.case_static:record_small_launch",
+                               {"case": reference}, mode=where, timeout=600)
+        if outcome.status != "passed":
+            raise RuntimeError(f"the small launch of {case.name} that the static tier records "
+                               f"did not run: {outcome.summary()}\n{outcome.output}")
+        if not outcome.value:
+            raise RuntimeError(f"the small launch of {case.name} launched no Triton kernel")
+        return outcome.value
+    return shared.once(["small_launch", reference, where], recorded)
 
 
 def _as_twin(records, case):

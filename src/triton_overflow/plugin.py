@@ -228,6 +228,12 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"--require-gpu: this gpu test was skipped: {reason}"
 
 
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        from triton_overflow import shared
+        shared.clear()
+
+
 def pytest_terminal_summary(terminalreporter, config):
     ran = devices.ran_per_device()
     if any(ran.values()):

@@ -35,10 +35,11 @@ from typing import ClassVar
 
 import pytest
 
-from triton_overflow import devices, mode
+from triton_overflow import devices, mode, shared
 from triton_overflow.cases import (OVERFLOWS, SAFE, CompileSpec, RowsCase, case_reference,
                                    expectation, validate_case)
 from triton_overflow.isolation import run_isolated
+from triton_overflow.report import COST
 
 WRAP_MODES = ("negative", "aliased")
 GPU_BACKENDS = ("aliased-device", "dense-device")
@@ -203,14 +204,17 @@ def case_summary(case, twin):
 @functools.cache
 def lint_summary(module, twins, widening=None):
     """The static check of ``module`` (dotted; its twin, or with ``widening`` the mutant that
-    undoes only that widening), run in a child process without the interpreter."""
-    outcome = run_isolated("triton_overflow.tiers:lint_module",
-                           {"module": module, "twins": twins, "widening": widening},
-                           mode=mode.COMPILE, timeout=600)
-    if outcome.status != "passed":
-        pytest.fail(f"the static check of {module} did not run: {outcome.summary()}\n"
-                    f"{outcome.output}")
-    return outcome.value
+    undoes only that widening), run in a child process without the interpreter, once a run."""
+    arguments = {"module": module, "twins": twins, "widening": widening}
+
+    def checked():
+        outcome = run_isolated("triton_overflow.tiers:lint_module", arguments,
+                               mode=mode.COMPILE, timeout=600)
+        if outcome.status != "passed":
+            pytest.fail(f"the static check of {module} did not run: {outcome.summary()}\n"
+                        f"{outcome.output}")
+        return outcome.value
+    return shared.once(["lint_module", arguments], checked)
 
 
 def lint_module(module, twins, widening=None):
@@ -365,6 +369,9 @@ def _test_interpreter_huge_case(self, case, wrap, request):
         return _interpreted_overflow(case, wrap, request)
     outcome = run_huge(case, wrap, "lazy-host", wrap_check=True)
     assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
+    request.node.user_properties.append((COST, {
+        "case": f"{case.name} ({wrap})", "seconds": round(outcome.seconds, 1),
+        **{key: outcome.value.get(key) for key in ("programs", "resident_gib")}}))
 
 
 def _test_interpreter_twin_wrap(self, case, wrap):

@@ -1,0 +1,47 @@
+"""What the processes of one test run share: values computed once, by whichever process asks
+first, and read by the rest (pytest-xdist workers each ask for a module's static check).
+
+A run is named when its controlling process starts (``devices.start_run`` sets
+``TRITON_OVERFLOW_RUN``, which workers inherit); values live as JSON files in a folder of the
+system's temp directory named after it, each written under a file lock (``filelock``) so that a
+second process waits for the first instead of computing it again. Outside a run (no name),
+``once`` just computes.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from triton_overflow.devices import RUN_VARIABLE
+
+
+def _folder():
+    run = os.environ.get(RUN_VARIABLE)
+    return Path(tempfile.gettempdir()) / f"triton-overflow-{run}.shared" if run else None
+
+
+def clear():
+    """Remove this run's shared values (the controlling process, when the run ends)."""
+    folder = _folder()
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def once(key, compute):
+    """``compute()`` (JSON), computed once per run for ``key`` (a JSON-able value)."""
+    folder = _folder()
+    if folder is None:
+        return compute()
+    from filelock import FileLock
+    folder.mkdir(exist_ok=True)
+    name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+    path = folder / f"{name}.json"
+    with FileLock(str(path) + ".lock"):
+        if path.exists():
+            return json.loads(path.read_text())
+        value = compute()
+        path.write_text(json.dumps(value))
+        return value
