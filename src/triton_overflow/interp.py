@@ -39,7 +39,8 @@ class Int32WrapError(ArithmeticError):
 @contextlib.contextmanager
 def only_programs(axis0_ids):
     """Run only the programs that touch these axis-0 rows in every interpreted launch inside
-    the block, while ``tl.num_programs(0)`` still reports the real grid.
+    the block, while ``tl.num_programs(0)`` still reports the real grid; yields an object whose
+    ``programs_run`` counts the programs run.
 
     ``axis0_ids`` is a list for every kernel, or a dict from kernel name to list (kernels not
     named run whole). Row ``r`` is program ``r``; when the grid is smaller than the rows (a
@@ -93,7 +94,7 @@ def only_programs(axis0_ids):
             compat.patched(builder, create_get_program_id=program_id,
                            create_get_num_programs=num_programs), \
             compat.patched(compat, loop_filter=launch.loop_values):
-        yield
+        yield launch
 
 
 class _Selection:
@@ -101,12 +102,14 @@ class _Selection:
 
     def __init__(self):
         self.programs = None
+        self.programs_run = 0  # over every launch of the block
 
     def begin(self, name, rows, full_grid):
         full = tuple(full_grid) + (1, ) * (3 - len(tuple(full_grid)))
         self.name, self.rows, self.grid, self.strided_loops = name, rows, full, 0
         self.persistent = rows[-1] >= full[0]
         self.programs = sorted({row % full[0] for row in rows}) if self.persistent else rows
+        self.programs_run += len(self.programs) * full[1] * full[2]
         return (len(self.programs), full[1], full[2])
 
     def finish(self):

@@ -16,6 +16,8 @@ import pytest
 
 CELL = "overflow-cell"
 WIDENING_CELL = "overflow-widening"
+COST = "overflow-interpreter-cost"  # set by the interpreter huge-case tests (tiers)
+SLOWEST = 5
 DETECTORS = ("correctness", "row-0 copy", "validation", "static", "interpreter huge",
              "gpu aliased huge", "gpu dense huge")
 WIDENING_DETECTORS = ("interpreter huge", "gpu aliased huge")
@@ -64,6 +66,7 @@ class DetectorReport:
         self.cells = defaultdict(list)
         self.widenings = []
         self.collection_errors = []
+        self.costs = []
         self._sizes = {}
         self._done = defaultdict(list)
         self._seconds = Counter()
@@ -97,6 +100,7 @@ class DetectorReport:
             key = _widening_key(site.kwargs["kernel"], widening.kwargs["detector"])
             entries.append((WIDENING_CELL, {**site.kwargs, "detector": widening.kwargs["detector"],
                                             **common, "size": self._sizes.get(key, 1)}))
+        entries += [(COST, value) for name, value in item.user_properties if name == COST]
         if entries:
             report.user_properties = [*report.user_properties, *entries]
 
@@ -109,6 +113,8 @@ class DetectorReport:
                 key = (entry.pop("kernel"), entry.pop("detector"))
                 self.cells[key].append(entry)
                 self._count(key, entry, report.duration)
+            elif name == COST:
+                self.costs.append(entry)
             elif name == WIDENING_CELL:
                 self.widenings.append(dict(entry))
                 self._count(_widening_key(entry["kernel"], entry["detector"]), entry,
@@ -153,6 +159,14 @@ class DetectorReport:
             terminalreporter.write_line("triton-overflow: known overflows (expect=OVERFLOWS, caught):")
             for kernel, detector, detail in dict.fromkeys(known):
                 terminalreporter.write_line(f"  {kernel}: {detector}: {detail}")
+        slowest = sorted(self.costs, key=lambda cost: -cost["seconds"])[:SLOWEST]
+        if slowest:
+            terminalreporter.write_line("triton-overflow: slowest interpreter huge cases "
+                                        "(seconds, programs run, peak resident memory):")
+            for cost in slowest:
+                terminalreporter.write_line(
+                    f"  {cost['case']}: {cost['seconds']:.1f} s, {cost['programs']} programs, "
+                    f"{cost['resident_gib']} GiB")
 
     def pytest_sessionfinish(self, session, exitstatus):
         if not self.path or hasattr(session.config, "workerinput"):

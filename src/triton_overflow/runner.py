@@ -6,6 +6,7 @@ summary, ``{"skipped": reason}`` when the memory is not there, and raises on a w
 
 import contextlib
 import importlib
+import resource
 import time
 
 import torch
@@ -90,7 +91,7 @@ def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
                             random_row=case.random_row, rows=run.planted_rows,
                             shared=allocator.background())
             inputs = case.prepare(huge, run)
-            with _maybe(is_interpreted, lambda: only_programs(case.programs(run))), \
+            with _maybe(is_interpreted, lambda: only_programs(case.programs(run))) as ran, \
                     _maybe(wrap_check, int32_wrap_checked):
                 try:
                     produced = case.launch(kernels, huge, run, **inputs)
@@ -111,7 +112,9 @@ def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
         raise
     peak = allocator.peak_bytes()
     return {"layout": run.layout.describe(), "seconds": round(time.monotonic() - started, 2),
-            "peak_gib": round(peak / memory.GIB, 3), "backend": backend, "configs": configs}
+            "peak_gib": round(peak / memory.GIB, 3), "backend": backend, "configs": configs,
+            "programs": ran.programs_run if ran is not None else None,
+            "resident_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}
 
 
 @contextlib.contextmanager
