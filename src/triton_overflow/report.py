@@ -100,7 +100,6 @@ class DetectorReport:
             key = _widening_key(site.kwargs["kernel"], widening.kwargs["detector"])
             entries.append((WIDENING_CELL, {**site.kwargs, "detector": widening.kwargs["detector"],
                                             **common, "size": self._sizes.get(key, 1)}))
-        entries += [(COST, value) for name, value in item.user_properties if name == COST]
         if entries:
             report.user_properties = [*report.user_properties, *entries]
 
@@ -113,7 +112,7 @@ class DetectorReport:
                 key = (entry.pop("kernel"), entry.pop("detector"))
                 self.cells[key].append(entry)
                 self._count(key, entry, report.duration)
-            elif name == COST:
+            elif name == COST and report.when == "call":  # pytest copies item properties
                 self.costs.append(entry)
             elif name == WIDENING_CELL:
                 self.widenings.append(dict(entry))
