@@ -1,7 +1,8 @@
 """The validation report: every tier this machine can run, as a kernel x detector table.
 
-Runs pytest once in the current directory (``--detector-report``; extra arguments are passed
-on), then prints the table and writes it as Markdown beside pytest's JUnit XML. A cell reads
+Runs pytest once in the current directory (``--detector-report``; on every core with
+pytest-xdist unless the extra arguments, passed on, choose; a line as each cell completes),
+then prints the table and writes it as Markdown beside pytest's JUnit XML. A cell reads
 ``passed`` (the fixed kernel passed), ``twin caught`` (the detector failed the int32 twin, as it
 must), ``overflows at file:line`` (a kernel declared known to overflow, caught as expected), or
 ``skipped: <reason>``; anything else is a failure, and the command exits 1. GPU cells give the
