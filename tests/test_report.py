@@ -20,6 +20,7 @@ CELLS = '''
 import pytest
 
 @pytest.mark.covers(kernel="k", detector="static")
+@pytest.mark.covers(kernel="k", detector="static")
 def test_fixed():
     pass
 
@@ -41,9 +42,11 @@ def test_skipped():
 def test_the_report_gathers_every_workers_cells_and_says_when_each_completes(tmp_path):
     (tmp_path / "test_cells.py").write_text(CELLS)
     report = tmp_path / "report.json"
+    outside = {k: v for k, v in os.environ.items()
+               if k not in (devices.RUN_VARIABLE, devices.OWNER_VARIABLE, devices.GPUS_VARIABLE)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2",
                            "--overflow-progress", f"--detector-report={report}", "-q"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=outside)
     assert done.returncode == 1, done.stdout + done.stderr
     progress = sorted(line.split("] ", 1)[1] for line in done.stdout.splitlines()
                       if line.startswith("triton-overflow: ["))
@@ -120,6 +123,13 @@ def sleeps():
     time.sleep(60)
 
 
+def test_quick_children_come_back_at_once():
+    # Both reply lines of a child that ends at once arrive together; each must still be read.
+    for _ in range(10):
+        quick = run_isolated("tests.test_report:server_state", mode="compile", timeout=60)
+        assert quick.status == "passed" and quick.seconds < 30, quick.summary()
+
+
 def test_a_child_past_its_timeout_is_killed_and_the_next_one_runs():
     late = run_isolated("tests.test_report:sleeps", mode="interpreter", timeout=2)
     assert late.status == "timeout" and late.seconds < 30
@@ -129,6 +139,7 @@ def test_a_child_past_its_timeout_is_killed_and_the_next_one_runs():
 def test_a_shared_value_is_computed_once_a_run(monkeypatch):
     from triton_overflow import shared
     monkeypatch.setenv(devices.RUN_VARIABLE, f"selftest-shared-{os.getpid()}")
+    monkeypatch.setenv(devices.OWNER_VARIABLE, "1")  # a run this process did not start
     calls = []
 
     def compute():
@@ -138,7 +149,10 @@ def test_a_shared_value_is_computed_once_a_run(monkeypatch):
         assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
         assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
         assert shared.once(["lint", "kernels.gumbel"], compute) == {"findings": 2}
+        shared.clear()  # not this process's run: kept
+        assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
     finally:
+        monkeypatch.setenv(devices.OWNER_VARIABLE, str(os.getpid()))
         shared.clear()
     assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 3}
     shared.clear()

@@ -24,6 +24,7 @@ from pathlib import Path
 
 RUN_VARIABLE = "TRITON_OVERFLOW_RUN"
 GPUS_VARIABLE = "TRITON_OVERFLOW_GPUS"
+OWNER_VARIABLE = "TRITON_OVERFLOW_RUN_OWNER"  # the process that started the run
 CONTEXT_BYTES = 768 * 2**20  # a child's CUDA context and Triton's modules, beyond the case
 WAIT_SECONDS = 1800
 WORKER_BYTES = 2**30
@@ -63,6 +64,7 @@ def start_run():
     outer = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g]
     ids = outer[:len(gpus)] if outer else [str(i) for i in range(len(gpus))]
     os.environ[RUN_VARIABLE] = uuid.uuid4().hex[:12]
+    os.environ[OWNER_VARIABLE] = str(os.getpid())
     os.environ[GPUS_VARIABLE] = ",".join(ids)
     budget = {"devices": {gid: {"name": name, "capacity": free, "total": total}
                           for gid, (name, free, total) in zip(ids, gpus)},
@@ -83,6 +85,11 @@ def auto_workers():
         return max(1, cpus or 1)
     fitting = sum(min(WORKERS_PER_GPU, max(1, d["capacity"] // WORKER_BYTES)) for d in gpus)
     return max(1, min(cpus or 1, fitting))
+
+
+def owns_run():
+    """Whether this process started the run (a pytest inside a test inherits the run)."""
+    return os.environ.get(OWNER_VARIABLE) == str(os.getpid())
 
 
 def pin_worker(worker):

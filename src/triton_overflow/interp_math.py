@@ -233,6 +233,15 @@ def install():
     builder.create_extern_elementwise = _extern_elementwise(
         builder.create_extern_elementwise, plan.symbols(), interpreter)
 
-    interpreter._patch_lang = _OncePerLaunch(patch_lang, plan)
+    once = _OncePerLaunch(patch_lang, plan)
+    interpreter._patch_lang = once
+    executor = compat.grid_executor()
+    launch = executor.__call__
+
+    def call(self, *args, **kwargs):
+        once.patched = None  # every launch patches the language afresh
+        return launch(self, *args, **kwargs)
+
+    executor.__call__ = call
     _installed = True
     return True

@@ -125,12 +125,22 @@ def run_isolated(target, kwargs=None, *, mode, env=None, timeout=600):
                        returncode=returncode)
 
 
+class ForkServerError(RuntimeError):
+    """The server could not be started or stopped answering (its log is in the message)."""
+
+
 class ForkServer:
-    """The parent's handle on a server: one request at a time, a line of JSON each way."""
+    """The parent's handle on a server: one request at a time, a line of JSON each way, read
+    from the pipe itself (a buffered reader would hide a second line from ``select``)."""
+
+    START_SECONDS = 300  # to import torch and Triton on a loaded machine
 
     def __init__(self, interpreted):
         self.interpreted = interpreted
         self._process = None
+        self._owner = None
+        self._pending = b""
+        self._log = None
         self._lock = threading.Lock()
 
     def run(self, request, timeout):
@@ -140,49 +150,85 @@ class ForkServer:
             for attempt in (1, 2):
                 try:
                     return self._run(request, timeout)
-                except (BrokenPipeError, EOFError):
-                    self.close()  # the server died between runs; one restart
+                except (OSError, EOFError, ValueError, KeyError) as error:
+                    log = self._log_tail()
+                    self.close()  # the server died or lost the thread; one restart
                     if attempt == 2:
-                        raise
+                        raise ForkServerError(f"the fork server failed ({error!r}); its log:\n"
+                                              f"{log}") from error
 
     def _run(self, request, timeout):
         process = self._started()
-        process.stdin.write(json.dumps(request) + "\n")
-        process.stdin.flush()
-        pid = json.loads(_line(process))["pid"]
-        ready, _, _ = select.select([process.stdout], [], [], timeout)
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-            _line(process)
-            return None
-        return json.loads(_line(process))["exit"]
+        data = memoryview((json.dumps(request) + "\n").encode())
+        while data:
+            data = data[os.write(process.stdin.fileno(), data):]
+        pid = self._reply("pid", self.START_SECONDS)
+        if pid is None:
+            raise EOFError("the fork server did not fork in time")
+        code = self._reply("exit", timeout)
+        if code is None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # it ended as the time ran out; the server reaps it either way
+            self._reply("exit", None)
+        return code
+
+    def _reply(self, key, timeout):
+        """The value of the next reply line, which must carry ``key``; None past ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        fd = self._process.stdout.fileno()
+        while b"\n" not in self._pending:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                return None
+            data = os.read(fd, 65536)
+            if not data:
+                raise EOFError("the fork server exited")
+            self._pending += data
+        line, self._pending = self._pending.split(b"\n", 1)
+        return json.loads(line)[key]
 
     def _started(self):
+        if self._owner != os.getpid():  # a forked copy of this process must not share its pipes
+            self._process, self._pending = None, b""
         if self._process is None or self._process.poll() is not None:
             env = child_environment(INTERPRETER if self.interpreted else COMPILE)
             env["PYTHONPATH"] = os.pathsep.join(
                 [str(Path(p).resolve()) for p in sys.path if p]
                 + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+            self._log = tempfile.TemporaryFile()
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "triton_overflow.isolation"], env=env, text=True,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                [sys.executable, "-m", "triton_overflow.isolation"], env=env, bufsize=0,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
+            self._owner, self._pending = os.getpid(), b""
         return self._process
 
+    def _log_tail(self):
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read()[-3000:].decode(errors="replace")
+
     def close(self):
-        if self._process is not None:
+        if self._process is not None and self._owner == os.getpid():
             self._process.kill()
             self._process.wait()
-            self._process = None
+        self._process, self._pending = None, b""
 
 
 _SERVERS = {interpreted: ForkServer(interpreted) for interpreted in (False, True)}
 
 
-def _line(process):
-    line = process.stdout.readline()
-    if not line:
-        raise EOFError("the fork server exited")
-    return line
+def _die_with_parent():
+    """Linux: be killed when the process that started this one ends (no orphan keeps running
+    a case, or holding device memory, after its test process was killed)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _tail(path, size):
@@ -197,6 +243,7 @@ def _tail(path, size):
 def _serve():
     """The server: preload, then fork a child per request line and report its exit."""
     import importlib
+    _die_with_parent()
     for name in PRELOADED:
         importlib.import_module(name)
     # What is loaded now lives as long as every child: out of the collector's sight, its pages
@@ -208,6 +255,7 @@ def _serve():
         pid = os.fork()
         if pid == 0:
             try:
+                _die_with_parent()
                 os.close(0)
                 os.close(1)
                 os.chdir(request["cwd"])
@@ -216,6 +264,8 @@ def _serve():
                 os.environ.update(request["env"])
                 _child(request["mode"], request["target"], request["kwargs"],
                        request["result_path"], request["output_path"])
+            except BaseException:  # noqa: BLE001 - before _child could report it
+                traceback.print_exc()
             finally:
                 os._exit(70)  # never back into the server's loop
         replies.write(json.dumps({"pid": pid}) + "\n")

@@ -88,9 +88,12 @@ class DetectorReport:
                        if name == "overflow-detail"), "")
         common = {"outcome": report.outcome, "reason": reason(report), "detail": detail,
                   "test": item.nodeid, "cells": len(self._sizes)}
-        entries = []
+        entries, seen = [], set()
         for mark in item.iter_markers("covers"):
             key = (mark.kwargs["kernel"], mark.kwargs["detector"])
+            if (key, mark.kwargs.get("role", "fixed")) in seen:
+                continue  # the same cell marked twice (class and function)
+            seen.add((key, mark.kwargs.get("role", "fixed")))
             entries.append((CELL, {"kernel": key[0], "detector": key[1],
                                    "role": mark.kwargs.get("role", "fixed"),
                                    "peak_gib": _peak(item), **common,
@@ -106,6 +109,8 @@ class DetectorReport:
     # --- where reports arrive -------------------------------------------------------------
 
     def pytest_runtest_logreport(self, report):
+        if report.outcome == "rerun":  # pytest-rerunfailures: the last try counts
+            return
         for name, entry in report.user_properties:
             if name == CELL:
                 entry = dict(entry)
@@ -122,7 +127,8 @@ class DetectorReport:
     def _count(self, key, entry, seconds):
         self._done[key].append(entry)
         self._seconds[key] += seconds
-        if not self.progress or len(self._done[key]) != entry["size"]:
+        if (not self.progress or hasattr(self.config, "workerinput")
+                or len(self._done[key]) != entry["size"]):
             return
         self._completed += 1
         kernel, detector = key
@@ -186,10 +192,13 @@ def _widening_key(kernel, detector):
 
 
 def _progress_keys(item):
-    keys = {(m.kwargs["kernel"], m.kwargs["detector"]) for m in item.iter_markers("covers")}
+    """The cell of each entry ``item`` will report (a cell once per role it fills)."""
+    keys = [key for key, _ in dict.fromkeys(
+        ((m.kwargs["kernel"], m.kwargs["detector"]), m.kwargs.get("role", "fixed"))
+        for m in item.iter_markers("covers"))]
     site, widening = item.get_closest_marker("widening_site"), item.get_closest_marker("widening")
     if site and widening:
-        keys.add(_widening_key(site.kwargs["kernel"], widening.kwargs["detector"]))
+        keys.append(_widening_key(site.kwargs["kernel"], widening.kwargs["detector"]))
     return keys
 
 

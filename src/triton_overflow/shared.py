@@ -24,9 +24,10 @@ def _folder():
 
 
 def clear():
-    """Remove this run's shared values (the controlling process, when the run ends)."""
+    """Remove this run's shared values: in the process that started the run, as it ends."""
+    from triton_overflow.devices import owns_run
     folder = _folder()
-    if folder is not None:
+    if folder is not None and owns_run():
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -40,8 +41,12 @@ def once(key, compute):
     name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
     path = folder / f"{name}.json"
     with FileLock(str(path) + ".lock"):
-        if path.exists():
+        try:
             return json.loads(path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            pass
         value = compute()
-        path.write_text(json.dumps(value))
+        written = path.with_suffix(f".{os.getpid()}.tmp")
+        written.write_text(json.dumps(value))
+        written.replace(path)
         return value
