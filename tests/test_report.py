@@ -6,8 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -80,7 +78,7 @@ def test_auto_workers_are_the_cpus_without_a_gpu_and_what_free_device_memory_hol
 def test_n_auto_takes_the_suites_worker_count(tmp_path):
     (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
     run = f"selftest-auto-{os.getpid()}"
-    budget = Path(tempfile.gettempdir()) / f"triton-overflow-{run}.json"  # where the run's is
+    budget = devices.run_path(".json", run)  # where that run's budget is read from
     budget.write_text(json.dumps({"devices": {"0": {"name": "small GPU", "capacity": 2**30,
                                                     "total": 16 * 2**30}},
                                   "reservations": {}, "ran": {"0": 0}}))

@@ -165,9 +165,14 @@ def ran_per_device():
             for gid, count in budget["ran"].items()}
 
 
+def run_path(suffix, run=None):
+    """Where this run's (or ``run``'s) file with ``suffix`` lives; None outside a run."""
+    run = run or os.environ.get(RUN_VARIABLE)
+    return Path(tempfile.gettempdir()) / f"triton-overflow-{run}{suffix}" if run else None
+
+
 def _budget_path():
-    run = os.environ.get(RUN_VARIABLE)
-    return Path(tempfile.gettempdir()) / f"triton-overflow-{run}.json" if run else None
+    return run_path(".json")
 
 
 def _read(path):

@@ -178,19 +178,18 @@ class _OncePerLaunch:
     The interpreter patches ``triton.language`` when a launch starts (and restores it when the
     launch ends), and again at every call of a ``@triton.jit`` helper inside it, where nothing
     is left to patch but ``inspect.getmembers`` walks the whole language each time: most of an
-    interpreted launch of a kernel made of small helpers. A helper call whose language modules
-    and globals the launch already patched is skipped.
+    interpreted launch of a kernel made of small helpers. The patch depends only on the
+    function's module globals (the language modules in them, the libdevice names bound there),
+    so a helper call whose globals the launch already patched is skipped.
     """
 
     def __init__(self, patch_lang, plan):
         self.patch_lang, self.plan = patch_lang, plan
-        self.patched = None  # while a launch runs: ids of the language modules and globals
+        self.patched = None  # while a launch runs: ids of the globals dicts patched
 
     def __call__(self, fn):
-        import triton.language as tl
-        key = {id(value) for value in fn.__globals__.values() if value is tl or value is tl.core}
-        key.add(id(fn.__globals__))
-        if self.patched is not None and key <= self.patched:
+        key = id(fn.__globals__)
+        if self.patched is not None and key in self.patched:
             return compat.interpreter()._LangPatchScope()
         scope = self.patch_lang(fn)
         self.plan.apply(fn, scope)
@@ -203,7 +202,7 @@ class _OncePerLaunch:
 
             scope.restore = restore_and_forget
             self.patched = set()
-        self.patched |= key
+        self.patched.add(key)
         return scope
 
 

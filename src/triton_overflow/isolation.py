@@ -11,7 +11,7 @@ ended:
 * ``crashed``: the process died (a signal, or an exit without a result);
 * ``timeout``: it ran past ``timeout`` seconds and was killed.
 
-The new process is forked from a server process (``python -m triton_overflow.isolation MODE``,
+The new process is forked from a server process (``python -m triton_overflow.isolation``,
 started on first use), one per test process and per interpreter flag: it has imported torch,
 numpy and Triton (with the flag of its mode set, as Triton decorates its own library functions
 when it is imported) and nothing else, which spares each run the two seconds of importing
@@ -26,8 +26,8 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -94,10 +94,7 @@ def run_isolated(target, kwargs=None, *, mode, env=None, timeout=600):
     in ``mode`` (see ``triton_overflow.mode``); ``env`` adds variables."""
     child_env = child_environment(mode)
     child_env.update(env or {})
-    # What the child itself starts imports what this process can: its import path first.
-    inherited = [str(Path(p).resolve()) for p in sys.path if p]
-    child_env["PYTHONPATH"] = os.pathsep.join(
-        inherited + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    child_env = _with_import_path(child_env)
     with tempfile.TemporaryDirectory(prefix="isolated-") as folder:
         result_path, output_path = Path(folder) / "result.json", Path(folder) / "output.txt"
         request = {"mode": mode, "target": target, "kwargs": json.dumps(kwargs or {}),
@@ -194,10 +191,8 @@ class ForkServer:
         if self._owner != os.getpid():  # a forked copy of this process must not share its pipes
             self._process, self._pending = None, b""
         if self._process is None or self._process.poll() is not None:
-            env = child_environment(INTERPRETER if self.interpreted else COMPILE)
-            env["PYTHONPATH"] = os.pathsep.join(
-                [str(Path(p).resolve()) for p in sys.path if p]
-                + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+            env = _with_import_path(child_environment(INTERPRETER if self.interpreted
+                                                      else COMPILE))
             self._log = tempfile.TemporaryFile()
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "triton_overflow.isolation"], env=env, bufsize=0,
@@ -219,6 +214,15 @@ class ForkServer:
 
 
 _SERVERS = {interpreted: ForkServer(interpreted) for interpreted in (False, True)}
+
+
+def _with_import_path(env):
+    """``env`` with this process's import path first on ``PYTHONPATH``: the server, and what a
+    child itself starts, import what this process can."""
+    inherited = [str(Path(p).resolve()) for p in sys.path if p]
+    env["PYTHONPATH"] = os.pathsep.join(
+        inherited + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
 
 
 def _die_with_parent():

@@ -190,9 +190,9 @@ def _dealt(items, workers):
     part of the long tests, longest first, dealt round, and goes on with a run of the others
     in file order (a family's tests together, so that its kernels compile once into Triton's
     cache)."""
-    long = sorted((item for item in items if _longest_first(item)[0] < len(LONGEST_FIRST)),
-                  key=_longest_first)
-    rest = [item for item in items if _longest_first(item)[0] == len(LONGEST_FIRST)]
+    rank = {item: _longest_first(item) for item in items}
+    long = sorted((item for item in items if rank[item][0] < len(LONGEST_FIRST)), key=rank.get)
+    rest = [item for item in items if rank[item][0] == len(LONGEST_FIRST)]
     share = -(-len(rest) // workers)
     return [item for worker in range(workers)
             for item in long[worker::workers] + rest[worker * share:(worker + 1) * share]]
@@ -229,9 +229,8 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_unconfigure(config):
-    if not hasattr(config, "workerinput"):
-        from triton_overflow import shared
-        shared.clear()
+    from triton_overflow import shared
+    shared.clear()  # only where the run started
 
 
 def pytest_terminal_summary(terminalreporter, config):

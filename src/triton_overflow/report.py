@@ -88,18 +88,12 @@ class DetectorReport:
                        if name == "overflow-detail"), "")
         common = {"outcome": report.outcome, "reason": reason(report), "detail": detail,
                   "test": item.nodeid, "cells": len(self._sizes)}
-        entries, seen = [], set()
-        for mark in item.iter_markers("covers"):
-            key = (mark.kwargs["kernel"], mark.kwargs["detector"])
-            if (key, mark.kwargs.get("role", "fixed")) in seen:
-                continue  # the same cell marked twice (class and function)
-            seen.add((key, mark.kwargs.get("role", "fixed")))
-            entries.append((CELL, {"kernel": key[0], "detector": key[1],
-                                   "role": mark.kwargs.get("role", "fixed"),
-                                   "peak_gib": _peak(item), **common,
-                                   "size": self._sizes.get(key, 1)}))
-        site, widening = item.get_closest_marker("widening_site"), item.get_closest_marker("widening")
-        if site and widening:
+        entries = [(CELL, {"kernel": kernel, "detector": detector, "role": role,
+                           "peak_gib": _peak(item), **common,
+                           "size": self._sizes.get((kernel, detector), 1)})
+                   for kernel, detector, role in _covers(item)]
+        site, widening = _widening_marks(item)
+        if site:
             key = _widening_key(site.kwargs["kernel"], widening.kwargs["detector"])
             entries.append((WIDENING_CELL, {**site.kwargs, "detector": widening.kwargs["detector"],
                                             **common, "size": self._sizes.get(key, 1)}))
@@ -191,13 +185,25 @@ def _widening_key(kernel, detector):
     return (kernel, f"widenings undone, {detector}")
 
 
+def _covers(item):
+    """(kernel, detector, role) of each report cell ``item`` fills, once each (a cell marked
+    on the class and on the function is one)."""
+    return list(dict.fromkeys((m.kwargs["kernel"], m.kwargs["detector"],
+                               m.kwargs.get("role", "fixed"))
+                              for m in item.iter_markers("covers")))
+
+
+def _widening_marks(item):
+    """The ``widening_site`` and ``widening`` marks of a mutant test, or (None, None)."""
+    site, widening = item.get_closest_marker("widening_site"), item.get_closest_marker("widening")
+    return (site, widening) if site and widening else (None, None)
+
+
 def _progress_keys(item):
     """The cell of each entry ``item`` will report (a cell once per role it fills)."""
-    keys = [key for key, _ in dict.fromkeys(
-        ((m.kwargs["kernel"], m.kwargs["detector"]), m.kwargs.get("role", "fixed"))
-        for m in item.iter_markers("covers"))]
-    site, widening = item.get_closest_marker("widening_site"), item.get_closest_marker("widening")
-    if site and widening:
+    keys = [(kernel, detector) for kernel, detector, _ in _covers(item)]
+    site, widening = _widening_marks(item)
+    if site:
         keys.append(_widening_key(site.kwargs["kernel"], widening.kwargs["detector"]))
     return keys
 

@@ -12,28 +12,22 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
-from pathlib import Path
 
-from triton_overflow.devices import RUN_VARIABLE
+from triton_overflow.devices import owns_run, run_path
 
-
-def _folder():
-    run = os.environ.get(RUN_VARIABLE)
-    return Path(tempfile.gettempdir()) / f"triton-overflow-{run}.shared" if run else None
+FOLDER = ".shared"
 
 
 def clear():
     """Remove this run's shared values: in the process that started the run, as it ends."""
-    from triton_overflow.devices import owns_run
-    folder = _folder()
+    folder = run_path(FOLDER)
     if folder is not None and owns_run():
         shutil.rmtree(folder, ignore_errors=True)
 
 
 def once(key, compute):
     """``compute()`` (JSON), computed once per run for ``key`` (a JSON-able value)."""
-    folder = _folder()
+    folder = run_path(FOLDER)
     if folder is None:
         return compute()
     from filelock import FileLock
