@@ -125,12 +125,15 @@ def _key_value(key):
 
 
 @triton.jit
-def _same_prefix(key, prefix, LOW_BITS: tl.constexpr):
-    # Whether key agrees with prefix above its LOW_BITS lowest bits (always, for all 32).
-    if LOW_BITS >= 32:
-        return key == key
-    else:
-        return (key >> LOW_BITS) == (prefix >> LOW_BITS)
+def _digit_at(key, shift, DIGIT_BITS: tl.constexpr):
+    # The DIGIT_BITS-bit digit of key at bit `shift`.
+    return ((key >> shift.to(tl.uint32)) & ((1 << DIGIT_BITS) - 1)).to(tl.int32)
+
+
+@triton.jit
+def _digit_mask(shift, DIGIT_BITS: tl.constexpr):
+    # The bits of the digit at `shift`, as a uint32 mask.
+    return tl.full((), (1 << DIGIT_BITS) - 1, tl.uint32) << shift.to(tl.uint32)
 
 
 @triton.jit
@@ -206,13 +209,14 @@ def _pick_digit(hist, above, target):
 def _top_k_cutoff(row_ptr, vocab_size, k, BLOCK: tl.constexpr):
     # Radix select of the k-th largest key, 8 bits a pass; returns the smallest kept key and
     # how many entries are kept (k plus the ties at the cutoff).
+    # `fixed` holds the bits of the digits chosen so far, `prefix` their values. A loop at run
+    # time, not a static one: each copy of the streaming loop costs compile time.
     prefix = tl.zeros((), dtype=tl.uint32)
+    fixed = tl.zeros((), dtype=tl.uint32)
     above = tl.zeros((), dtype=tl.int32)
     kept = tl.zeros((), dtype=tl.int32)
     exact = tl.zeros((), dtype=tl.int32)
-    for level in tl.static_range(4):
-        # Digit `level` sits at bits [24 - 8 * level, 32 - 8 * level); constexpr expressions stay
-        # inline (a constexpr assigned inside a static loop is not constant-folded).
+    for shift in range(24, -8, -8):
         if exact == 0:
             hist = tl.zeros((256, ), dtype=tl.int32)
             following = _block(row_ptr, 0, vocab_size, BLOCK)
@@ -221,11 +225,11 @@ def _top_k_cutoff(row_ptr, vocab_size, k, BLOCK: tl.constexpr):
                 following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
                 x, in_row, _ = _survivors(block, start, vocab_size, prefix & 0, BLOCK)
                 key = _order_key(x)
-                match = in_row & _same_prefix(key, prefix, 32 - 8 * level)
-                digit = ((key >> (24 - 8 * level)) & 255).to(tl.int32)
-                hist += tl.histogram(digit, 256, mask=match)
+                match = in_row & ((key & fixed) == prefix)
+                hist += tl.histogram(_digit_at(key, shift, 8), 256, mask=match)
             digit, kept, in_bucket, _ = _pick_digit(hist, above, k)
-            prefix = prefix | (digit.to(tl.uint32) << (24 - 8 * level))
+            prefix = prefix | (digit.to(tl.uint32) << shift.to(tl.uint32))
+            fixed = fixed | _digit_mask(shift, 8)
             # Every key of this bucket is kept and none below it: the kept set is exact already.
             exact = (kept == k).to(tl.int32)
             above = kept - in_bucket
@@ -233,20 +237,21 @@ def _top_k_cutoff(row_ptr, vocab_size, k, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _mass_histogram(x, key, match, top, SHIFT: tl.constexpr):
-    # Probability mass (relative to exp(top)) of the matching entries, per 4-bit digit at SHIFT.
+def _mass_histogram(x, key, match, top, shift):
+    # Probability mass (relative to exp(top)) of the matching entries, per 4-bit digit at
+    # `shift`.
     bins = tl.arange(0, 16)
     weight = tl.where(match & (x > float("-inf")), tl.exp(x - top), 0.0)
-    digit = ((key >> SHIFT) & 15).to(tl.int32)
+    digit = _digit_at(key, shift, 4)
     return tl.sum(tl.where(digit[:, None] == bins[None, :], weight[:, None], 0.0), 0)
 
 
 @triton.jit
-def _mass_step(hist, above, target, prefix, reached, SHIFT: tl.constexpr):
-    # One level of the mass descent: fix the digit at SHIFT; a level that cannot reach the
+def _mass_step(hist, above, target, prefix, reached, shift):
+    # One level of the mass descent: fix the digit at `shift`; a level that cannot reach the
     # target (rounding) clears `reached`.
     digit, kept, in_bucket, found = _pick_digit(hist, above, target)
-    prefix = prefix | (tl.maximum(digit, 0).to(tl.uint32) << SHIFT)
+    prefix = prefix | (tl.maximum(digit, 0).to(tl.uint32) << shift.to(tl.uint32))
     return prefix, kept - in_bucket, reached & found
 
 
@@ -276,14 +281,15 @@ def _gather(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, lowest, BLOC
 def _top_k_cutoff_gathered(key, valid, k):
     # The radix select of _top_k_cutoff on a block held in registers (4 digits, no early exit).
     prefix = tl.zeros((), dtype=tl.uint32)
+    fixed = tl.zeros((), dtype=tl.uint32)
     above = tl.zeros((), dtype=tl.int32)
     kept = tl.zeros((), dtype=tl.int32)
-    for level in tl.static_range(4):
-        match = valid & _same_prefix(key, prefix, 32 - 8 * level)
-        digit = ((key >> (24 - 8 * level)) & 255).to(tl.int32)
-        hist = tl.histogram(digit, 256, mask=match)
+    for shift in range(24, -8, -8):
+        match = valid & ((key & fixed) == prefix)
+        hist = tl.histogram(_digit_at(key, shift, 8), 256, mask=match)
         digit, kept, in_bucket, _ = _pick_digit(hist, above, k)
-        prefix = prefix | (digit.to(tl.uint32) << (24 - 8 * level))
+        prefix = prefix | (digit.to(tl.uint32) << shift.to(tl.uint32))
+        fixed = fixed | _digit_mask(shift, 8)
         above = kept - in_bucket
     return prefix, kept
 
@@ -334,9 +340,10 @@ def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, top, target, BLOCK: tl.c
     # The mass descent over the survivors (key >= cutoff, mass relative to exp(top)), streaming
     # the row once per 4-bit digit: for rows whose cutoff no gathered bracket settles.
     prefix = tl.zeros((), dtype=tl.uint32)
+    fixed = tl.zeros((), dtype=tl.uint32)
     above = tl.zeros((), dtype=tl.float32)
     reached = tl.full((), 1, tl.int32)
-    for level in tl.static_range(8):
+    for shift in range(28, -4, -4):
         hist = tl.zeros((16, ), dtype=tl.float32)
         following = _block(row_ptr, 0, vocab_size, BLOCK)
         for start in range(0, vocab_size, BLOCK):
@@ -344,9 +351,9 @@ def _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, top, target, BLOCK: tl.c
             following = _block(row_ptr, start + BLOCK, vocab_size, BLOCK)
             x, keep, _ = _survivors(block, start, vocab_size, cutoff, BLOCK)
             key = _order_key(x)
-            match = keep & _same_prefix(key, prefix, 32 - 4 * level)
-            hist += _mass_histogram(x, key, match, top, 28 - 4 * level)
-        prefix, above, reached = _mass_step(hist, above, target, prefix, reached, 28 - 4 * level)
+            hist += _mass_histogram(x, key, keep & ((key & fixed) == prefix), top, shift)
+        prefix, above, reached = _mass_step(hist, above, target, prefix, reached, shift)
+        fixed = fixed | _digit_mask(shift, 4)
     return _settle_cutoff(prefix, cutoff, reached, top)
 
 
@@ -507,6 +514,53 @@ def _surely_holds_cutoff(hist, above, low, step, top, target, BINS: tl.constexpr
 
 
 @triton.jit
+def _gather_bracket(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, lowest, count,
+                    total, hist, above, guess_low, guess_width, guess_scale, top, target, p,
+                    BLOCK: tl.constexpr, SCRATCH: tl.constexpr, BINS: tl.constexpr,
+                    WINDOWS: tl.constexpr):
+    # A value window that holds the top-p cutoff (the guessed one, histogrammed as `hist` and
+    # `above`, when it surely does), narrowed and histogrammed again while the bracketing bins
+    # hold more than SCRATCH survivors (WINDOWS histograms in all at most); then a gather of
+    # those bins. Returns how many entries scratch holds for the sort (0: no bracket of at most
+    # SCRATCH) and the exact mass above them.
+    # Below `low` lie at most `count` survivors of mass < exp(low - top) each: half of what
+    # top-p may drop at most, so the cutoff is not below low.
+    low = tl.maximum(lowest, top + tl.log(0.5 * (1.0 - p) * total / count.to(tl.float32)))
+    # Half a bin of headroom keeps `top` itself in the last bin.
+    width = tl.maximum(top - low, 1e-30) * (BINS / (BINS - 0.5))
+    histogrammed = ((guess_scale > 0.0) & _surely_holds_cutoff(
+        hist, above, guess_low, guess_width / BINS, top, target, BINS)).to(tl.int32)
+    if histogrammed != 0:
+        low = guess_low
+        width = guess_width
+    scale = BINS / width
+    first = tl.zeros((), dtype=tl.int32)
+    last = tl.zeros((), dtype=tl.int32)
+    held = tl.zeros((), dtype=tl.int32) + SCRATCH + 1
+    for _window in range(0, WINDOWS):
+        if held > SCRATCH:
+            step = width / BINS
+            scale = BINS / width
+            if histogrammed == 0:
+                hist, above = _window_histogram(row_ptr, vocab_size, cutoff, low, scale, top,
+                                                BLOCK, BINS)
+            histogrammed = histogrammed * 0
+            first, last, held = _pick_bracket(hist, above, low, step, top, target, SCRATCH,
+                                              BINS)
+            if held > SCRATCH:
+                # Half a bin of margin each side covers the rounding of the bin edges.
+                low = low + (first.to(tl.float32) - 0.5) * step
+                width = tl.maximum((last - first + 2).to(tl.float32) * step, 1e-30)
+    gathered = tl.zeros((), dtype=tl.int32)
+    if held <= SCRATCH:
+        _start_gather(counter_ptr)
+        above = _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, 0, vocab_size, cutoff,
+                             low, scale, first, last, top, BLOCK, SCRATCH, BINS)
+        gathered = _end_gather(counter_ptr)
+    return tl.where(gathered <= SCRATCH, gathered, 0), above
+
+
+@triton.jit
 def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, floor,
                             guess_low, guess_width, p, BLOCK: tl.constexpr,
                             MASS_BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
@@ -532,56 +586,33 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
     result = cutoff
     kept_in_scratch = tl.zeros((), dtype=tl.int32)
     target = p * total
-    if (top > float("-inf")) & (gathered <= TOP_P_SCRATCH) & (total_above_floor >= target):
-        prefix, reached = _top_p_cutoff_in_scratch(scratch_ptr, ids_ptr, gathered, top,
-                                                   tl.zeros((), dtype=tl.float32), target,
-                                                   TOP_P_SCRATCH)
-        if reached != 0:
-            # Every gathered key is >= floor, so the cutoff is too.
-            result = tl.maximum(prefix, floor)
-            kept_in_scratch = gathered
-    if (top > float("-inf")) & (kept_in_scratch == 0):
-        # Below `low` lie at most `count` survivors of mass < exp(low - top) each: half of what
-        # top-p may drop at most, so the cutoff is not below low.
-        low = tl.maximum(lowest, top + tl.log(0.5 * (1.0 - p) * total / count.to(tl.float32)))
-        # Half a bin of headroom keeps `top` itself in the last bin.
-        width = tl.maximum(top - low, 1e-30) * (BINS / (BINS - 0.5))
-        histogrammed = ((guess_scale > 0.0) & _surely_holds_cutoff(
-            hist, above, guess_low, guess_width / BINS, top, target, BINS)).to(tl.int32)
-        if histogrammed != 0:
-            low = guess_low
-            width = guess_width
-        scale = BINS / width
-        first = tl.zeros((), dtype=tl.int32)
-        last = tl.zeros((), dtype=tl.int32)
-        held = tl.zeros((), dtype=tl.int32) + SCRATCH + 1
-        for _window in range(0, WINDOWS):
-            if held > SCRATCH:
-                step = width / BINS
-                scale = BINS / width
-                if histogrammed == 0:
-                    hist, above = _window_histogram(row_ptr, vocab_size, cutoff, low, scale, top,
-                                                    BLOCK, BINS)
-                histogrammed = histogrammed * 0
-                first, last, held = _pick_bracket(hist, above, low, step, top, target, SCRATCH,
-                                                  BINS)
-                if held > SCRATCH:
-                    # Half a bin of margin each side covers the rounding of the bin edges.
-                    low = low + (first.to(tl.float32) - 0.5) * step
-                    width = tl.maximum((last - first + 2).to(tl.float32) * step, 1e-30)
-        settled = tl.zeros((), dtype=tl.int32)
-        if held <= SCRATCH:
-            _start_gather(counter_ptr)
-            above = _gather_bins(row_ptr, scratch_ptr, ids_ptr, counter_ptr, 0, vocab_size, cutoff,
-                                 low, scale, first, last, top, BLOCK, SCRATCH, BINS)
-            gathered = _end_gather(counter_ptr)
-            prefix, reached = _top_p_cutoff_in_scratch(scratch_ptr, ids_ptr, gathered, top,
-                                                       above, target, SCRATCH)
-            if (reached != 0) & (above < target) & (gathered <= SCRATCH):
+    settled = tl.zeros((), dtype=tl.int32)
+    # Two tries, the gather above the floor and then that of the bracketing bins, through one
+    # sort in registers: each inlined copy of a sort costs compile time.
+    sorted_count = tl.where((top > float("-inf")) & (gathered <= TOP_P_SCRATCH)
+                            & (total_above_floor >= target), gathered, 0)
+    sorted_above = tl.zeros((), dtype=tl.float32)
+    for attempt in range(0, 2):
+        if (attempt == 1) & (top > float("-inf")) & (settled == 0):
+            sorted_count, sorted_above = _gather_bracket(
+                row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_size, cutoff, lowest, count,
+                total, hist, above, guess_low, guess_width, guess_scale, top, target, p, BLOCK,
+                SCRATCH, BINS, WINDOWS)
+        if sorted_count > 0:
+            prefix, reached = _top_p_cutoff_in_scratch(scratch_ptr, ids_ptr, sorted_count, top,
+                                                       sorted_above, target, TOP_P_SCRATCH)
+            if attempt == 0:
+                if reached != 0:
+                    # Every gathered key is >= floor, so the cutoff is too.
+                    result = tl.maximum(prefix, floor)
+                    kept_in_scratch = gathered
+                    settled = settled + 1
+            elif (reached != 0) & (sorted_above < target):
                 result = tl.maximum(prefix, cutoff)
                 settled = settled + 1
-        if settled == 0:
-            result = _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, top, target, MASS_BLOCK)
+        sorted_count = sorted_count * 0
+    if (top > float("-inf")) & (settled == 0):
+        result = _top_p_cutoff_streamed(row_ptr, vocab_size, cutoff, top, target, MASS_BLOCK)
     return result, kept_in_scratch
 
 
@@ -707,42 +738,54 @@ def _top_k_top_p_kernel(
             p = tl.load(p_ptr + row)
         cutoff = tl.zeros((), dtype=tl.uint32)
         gathered = tl.zeros((), dtype=tl.int32)
-        # 1. Small k: gather the entries above an estimated floor and select in registers.
-        if k <= SCRATCH // 2:
-            floor = tl.zeros((), dtype=tl.uint32)
-            if vocab_size > SCRATCH:
-                mean, spread, finite = _sample_moments(row_ptr, vocab_size, FLOOR_CHUNKS,
-                                                       FLOOR_CHUNK)
-                floor = _order_key(_floor_value(mean, spread, finite, (k + SCRATCH) // 2))
-            gathered = _gather(row_ptr, program_scratch, program_ids, program_counter, vocab_size,
-                               floor, BLOCK, SCRATCH)
-            if (gathered < k) | (gathered > SCRATCH):
-                gathered = gathered * 0
-        if gathered > 0:
-            x, _, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
-            cutoff, survivors = _top_k_cutoff_gathered(_order_key(x), valid, k)
-            if p < 1.0:
-                cutoff = _top_p_cutoff_gathered(x, valid, cutoff, p)
-        else:
-            # 2. Otherwise radix select over the row, then top-p on the survivors.
-            survivors = tl.zeros((), dtype=tl.int32) + vocab_size
-            if k < vocab_size:
-                cutoff, survivors = _top_k_cutoff(row_ptr, vocab_size, k, BLOCK)
-            if p < 1.0:
-                if survivors <= SCRATCH:
-                    gathered = _gather(row_ptr, program_scratch, program_ids, program_counter,
-                                       vocab_size, cutoff, BLOCK, SCRATCH)
-                    x, _, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
-                    cutoff = _top_p_cutoff_gathered(x, valid, cutoff, p)
-                else:
+        # Whether scratch holds entries above a floor, whose k-th largest is still to select.
+        select_gathered = gathered > 0
+        # The constexpr flags leave out what a launch without k or p never runs.
+        if TOPK_ENABLED:
+            # 1. Small k: gather the entries above an estimated floor and select in registers.
+            if k <= SCRATCH // 2:
+                floor = tl.zeros((), dtype=tl.uint32)
+                if vocab_size > SCRATCH:
                     mean, spread, finite = _sample_moments(row_ptr, vocab_size, FLOOR_CHUNKS,
                                                            FLOOR_CHUNK)
-                    floor, guess_low, guess_width = _top_p_floor(
-                        mean, spread, finite, p, 3 * TOP_P_SCRATCH // 4, GUESS_ENTRIES)
-                    cutoff, gathered = _top_p_cutoff_bracketed(
-                        row_ptr, program_scratch, program_ids, program_counter, vocab_size,
-                        cutoff, floor, guess_low, guess_width, p, BLOCK, MASS_BLOCK, SCRATCH,
-                        TOP_P_SCRATCH, WINDOW_BINS, WINDOWS)
+                    floor = _order_key(_floor_value(mean, spread, finite, (k + SCRATCH) // 2))
+                gathered = _gather(row_ptr, program_scratch, program_ids, program_counter,
+                                   vocab_size, floor, BLOCK, SCRATCH)
+                if (gathered < k) | (gathered > SCRATCH):
+                    gathered = gathered * 0
+                select_gathered = gathered > 0
+        if gathered == 0:
+            # 2. Otherwise radix select over the row; with top-p, at most SCRATCH survivors (at
+            # least one) are gathered.
+            survivors = tl.zeros((), dtype=tl.int32) + vocab_size
+            if TOPK_ENABLED:
+                if k < vocab_size:
+                    cutoff, survivors = _top_k_cutoff(row_ptr, vocab_size, k, BLOCK)
+            if TOPP_ENABLED:
+                if (p < 1.0) & (survivors <= SCRATCH):
+                    gathered = _gather(row_ptr, program_scratch, program_ids, program_counter,
+                                       vocab_size, cutoff, BLOCK, SCRATCH)
+        # One call site each for the selects in registers: every inlined copy of one costs
+        # compile time.
+        if gathered > 0:
+            x, _, valid = _load_gathered(program_scratch, program_ids, gathered, SCRATCH)
+            if TOPK_ENABLED:
+                if select_gathered:
+                    cutoff, survivors = _top_k_cutoff_gathered(_order_key(x), valid, k)
+            if TOPP_ENABLED:
+                if p < 1.0:
+                    cutoff = _top_p_cutoff_gathered(x, valid, cutoff, p)
+        elif TOPP_ENABLED:
+            if p < 1.0:
+                # Top-p over more than SCRATCH survivors.
+                mean, spread, finite = _sample_moments(row_ptr, vocab_size, FLOOR_CHUNKS,
+                                                       FLOOR_CHUNK)
+                floor, guess_low, guess_width = _top_p_floor(
+                    mean, spread, finite, p, 3 * TOP_P_SCRATCH // 4, GUESS_ENTRIES)
+                cutoff, gathered = _top_p_cutoff_bracketed(
+                    row_ptr, program_scratch, program_ids, program_counter, vocab_size, cutoff,
+                    floor, guess_low, guess_width, p, BLOCK, MASS_BLOCK, SCRATCH, TOP_P_SCRATCH,
+                    WINDOW_BINS, WINDOWS)
         # 3. Mask everything below the cutoff.
         if cutoff > 0:
             _mask_below(row_ptr, program_scratch, program_ids, 0, vocab_size, cutoff, gathered,
