@@ -161,11 +161,14 @@ class DetectorReport:
         slowest = sorted(self.costs, key=lambda cost: -cost["seconds"])[:SLOWEST]
         if slowest:
             terminalreporter.write_line("triton-overflow: slowest interpreter huge cases "
-                                        "(seconds, programs run, peak resident memory):")
+                                        "(seconds, by phase; programs run, peak resident "
+                                        "memory):")
             for cost in slowest:
+                phases = ", ".join(f"{phase} {seconds:.1f}"
+                                   for phase, seconds in (cost.get("phases") or {}).items())
                 terminalreporter.write_line(
-                    f"  {cost['case']}: {cost['seconds']:.1f} s, {cost['programs']} programs, "
-                    f"{cost['resident_gib']} GiB")
+                    f"  {cost['case']}: {cost['seconds']:.1f} s ({phases}), "
+                    f"{cost['programs']} programs, {cost['resident_gib']} GiB")
 
     def pytest_sessionfinish(self, session, exitstatus):
         if not self.path or hasattr(session.config, "workerinput"):

@@ -69,7 +69,7 @@ def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
     ``twin`` runs the int32 twin instead of the kernel; with ``widening`` the mutant that undoes
     only that widening.
     """
-    started = time.monotonic()
+    phases = _Phases()
     case = resolve_case(case)
     allocator = memory.allocator(backend)
     is_interpreted = interpreted()
@@ -84,13 +84,16 @@ def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
     if twin:
         kernels = load_twin(kernels, only=widening)
     configs = []
+    phases.mark("set-up")
     try:
         with allocator.reserve(run.layout, case.dtype, run.planted_rows) as huge, \
                 as_on_gpu(case, is_interpreted) as configs:
+            phases.mark("reserve")
             planted = plant(huge, run.layout, fill_background=allocator.fills_background,
                             random_row=case.random_row, rows=run.planted_rows,
                             shared=allocator.background())
             inputs = case.prepare(huge, run)
+            phases.mark("plant")
             with _maybe(is_interpreted, lambda: only_programs(case.programs(run))) as ran, \
                     _maybe(wrap_check, int32_wrap_checked):
                 try:
@@ -99,7 +102,9 @@ def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
                     raise unwrap_interpreter_error(error) from None
             if huge.is_cuda:
                 torch.cuda.synchronize()
+            phases.mark("launch")
             case.check(produced, huge, run, planted, **inputs)
+            phases.mark("check")
     except torch.cuda.OutOfMemoryError as error:
         return {"skipped": f"out of device memory inside the case: {str(error).splitlines()[0]}"}
     except memory.VirtualMemoryError as error:
@@ -111,10 +116,27 @@ def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
             error.add_note("autotuned kernels ran " + "; ".join(configs))
         raise
     peak = allocator.peak_bytes()
-    return {"layout": run.layout.describe(), "seconds": round(time.monotonic() - started, 2),
+    phases.mark("release")
+    return {"layout": run.layout.describe(), "seconds": phases.total(), "phases": phases.seconds,
             "peak_gib": round(peak / memory.GIB, 3), "backend": backend, "configs": configs,
             "programs": ran.programs_run if ran is not None else None,
             "resident_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}
+
+
+class _Phases:
+    """Seconds spent in each phase of a run, each phase ending at its ``mark``."""
+
+    def __init__(self):
+        self.started = self.last = time.monotonic()
+        self.seconds = {}
+
+    def mark(self, phase):
+        now = time.monotonic()
+        self.seconds[phase] = round(now - self.last, 2)
+        self.last = now
+
+    def total(self):
+        return round(self.last - self.started, 2)
 
 
 @contextlib.contextmanager

@@ -371,7 +371,7 @@ def _test_interpreter_huge_case(self, case, wrap, request):
     assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
     request.node.user_properties.append((COST, {
         "case": f"{case.name} ({wrap})", "seconds": round(outcome.seconds, 1),
-        **{key: outcome.value.get(key) for key in ("programs", "resident_gib")}}))
+        **{key: outcome.value.get(key) for key in ("programs", "resident_gib", "phases")}}))
 
 
 def _test_interpreter_twin_wrap(self, case, wrap):
