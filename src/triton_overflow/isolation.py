@@ -250,6 +250,7 @@ def _serve():
     _die_with_parent()
     for name in PRELOADED:
         importlib.import_module(name)
+    sys.modules["torch"].set_num_threads(_cpu_threads_per_child())
     # What is loaded now lives as long as every child: out of the collector's sight, its pages
     # are not dirtied by every collection (copy-on-write) nor walked by every full one.
     gc.freeze()
@@ -277,6 +278,13 @@ def _serve():
         _, status = os.waitpid(pid, 0)
         replies.write(json.dumps({"exit": os.waitstatus_to_exitcode(status)}) + "\n")
         replies.flush()
+
+
+def _cpu_threads_per_child():
+    """Torch's CPU threads in each child: this machine's CPUs shared among the test processes.
+    Each would otherwise start one a CPU: ten workers' children, 160 threads on 16 CPUs."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    return max(1, len(os.sched_getaffinity(0)) // workers)
 
 
 def _child(mode, target, kwargs_json, result_path, output_path):
