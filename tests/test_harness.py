@@ -14,7 +14,7 @@ from tests.lint_cli import run_python
 from triton_overflow import mode
 from triton_overflow.huge import first_wrapping_row, huge_layout, landing_row, wrapped_offset
 from triton_overflow.isolation import Outcome, run_isolated
-from triton_overflow.tiers import gpu_caught
+from triton_overflow.runner import gpu_caught
 from triton_overflow.memory import DenseDeviceMemory
 from triton_overflow.twin import twin_source
 
@@ -204,7 +204,7 @@ def test_isolation_contains_a_planted_fault():
     on_gpu = torch.cuda.is_available()
     outcome = run_isolated(
         "triton_overflow.runner:run_case",
-        dict(case="tests.cases.logprob:TOKEN_RANKS", mode="negative",
+        dict(case="tests.cases.logprob:TOKEN_RANKS", wrap="negative",
              backend="dense-device" if on_gpu else "lazy-host", twin=True, wrap_check=False),
         mode=mode.DEVICE if on_gpu else INTERPRETER, timeout=600)
     assert outcome.status in ("crashed", "failed"), outcome.summary()
@@ -292,7 +292,7 @@ def test_launchers_see_the_presented_gpu(model, multiprocessors):
 ], ids=["wrap check", "segfault before the checked rows", "wrong row", "killed", "timeout",
         "another error"])
 def test_an_interpreted_twin_is_caught_by_a_wrap_a_wrong_row_or_a_fault(outcome, caught):
-    from triton_overflow.tiers import interpreter_caught
+    from triton_overflow.runner import interpreter_caught
     assert interpreter_caught(outcome) is caught
 
 
@@ -316,7 +316,7 @@ def test_the_static_tier_checks_what_the_case_launches_not_the_module():
     takes it, so its case passes; the buggy launcher's case has the error at its line."""
     from tests.engine_shaped import SCALE_ROWS, SCALE_ROWS_UNWIDENED
     from triton_overflow.case_static import static_summary
-    from triton_overflow.tiers import lint_summary
+    from triton_overflow.case_static import lint_summary
     assert lint_summary("tests.engine_shaped", False)["exit"] == 1
     fixed = static_summary(SCALE_ROWS, twin=False)
     assert fixed["exit"] == 0 and fixed["kernels"] == ["_scale_rows_kernel"], fixed["text"]
@@ -336,7 +336,7 @@ def test_the_static_tier_checks_what_the_case_launches_not_the_module():
 def test_an_engine_shaped_kernel_needs_no_override_in_the_interpreter(case, twin, expected):
     """Autotuned, persistent, device-sized: the huge case runs as written, in seconds."""
     outcome = run_isolated("triton_overflow.runner:run_case",
-                           dict(case=f"tests.engine_shaped:{case}", mode="negative",
+                           dict(case=f"tests.engine_shaped:{case}", wrap="negative",
                                 backend="lazy-host", twin=twin, wrap_check=True),
                            mode=INTERPRETER, timeout=600)
     if expected == "passed":

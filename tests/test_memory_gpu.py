@@ -8,7 +8,7 @@ import pytest
 from tests.cases.logprob import TOKEN_RANKS
 from triton_overflow import mode
 from triton_overflow.isolation import run_isolated
-from triton_overflow.tiers import sanitizer_report
+from triton_overflow.runner import sanitizer_report
 
 pytestmark = [pytest.mark.gpu, pytest.mark.selftest]
 

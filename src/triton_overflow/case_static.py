@@ -121,3 +121,30 @@ def lint_records(records, limits):
             "findings": [{"kernel": f.kernel,
                           "where": f"{shown(twin_origin(f.file) or f.file)}:{f.line}",
                           "product": f.product, "level": f.level} for f in report.findings]}
+
+
+@functools.cache
+def case_summary(case, twin):
+    """``case_static.static_summary``, once per case and twin in this process."""
+    import pytest
+    try:
+        return static_summary(case, twin)
+    except RuntimeError as error:
+        pytest.fail(str(error))
+
+
+@functools.cache
+def lint_summary(module, twins, widening=None):
+    """The static check of ``module`` (dotted; its twin, or with ``widening`` the mutant that
+    undoes only that widening), run in a child process without the interpreter, once a run."""
+    import pytest
+    arguments = {"module": module, "twins": twins, "widening": widening}
+
+    def checked():
+        outcome = run_isolated("triton_overflow.lint.summary:module_summary", arguments,
+                               mode=mode.COMPILE, timeout=600)
+        if outcome.status != "passed":
+            pytest.fail(f"the static check of {module} did not run: {outcome.summary()}\n"
+                        f"{outcome.output}")
+        return outcome.value
+    return shared.once(["lint_module", arguments], checked)

@@ -39,7 +39,7 @@ def landing_row(row, row_stride, rows):
 
 @dataclass(frozen=True)
 class HugeLayout:
-    mode: str  # "negative" or "aliased"
+    wrap: str  # "negative" or "aliased"
     rows: int
     vocab: int
     row_stride: int
@@ -55,15 +55,15 @@ class HugeLayout:
         return (self.rows - 1) * self.row_stride + self.vocab
 
     def describe(self):
-        boundary, name = (2**31, "2**31") if self.mode == "negative" else (SPAN, "2**32")
+        boundary, name = (2**31, "2**31") if self.wrap == "negative" else (SPAN, "2**32")
         parts = [f"row {row} starts at {name} + {row * self.row_stride - boundary}"
                  for row in self.check_rows]
-        return (f"{self.mode}: [{self.rows}, {self.vocab}] stride {self.row_stride}; "
+        return (f"{self.wrap}: [{self.rows}, {self.vocab}] stride {self.row_stride}; "
                 + "; ".join(parts))
 
 
-def huge_layout(mode, vocab, extra_rows=64, row_stride=None):
-    """The smallest ``[rows, vocab]`` whose last ``extra_rows`` rows wrap in ``mode``.
+def huge_layout(wrap, vocab, extra_rows=64, row_stride=None):
+    """The smallest ``[rows, vocab]`` whose last ``extra_rows`` rows wrap as ``wrap`` says ("negative" or "aliased").
 
     Checked rows are the first row past the boundary and the last row, except one whose wrap
     lands exactly on the start of row 0, where a wrong read would look right (a wrap into
@@ -75,16 +75,16 @@ def huge_layout(mode, vocab, extra_rows=64, row_stride=None):
         raise ValueError(f"row stride {stride} < vocab {vocab}")
     if stride > INT32_MAX:
         raise ValueError(f"row stride {stride} >= 2**31 would be typed i64 and hide the bug")
-    boundary = {"negative": 2**31, "aliased": SPAN}.get(mode)
+    boundary = {"negative": 2**31, "aliased": SPAN}.get(wrap)
     if boundary is None:
-        raise ValueError(f"mode must be 'negative' or 'aliased'; got {mode!r}")
+        raise ValueError(f"wrap must be 'negative' or 'aliased'; got {wrap!r}")
     first = -(-boundary // stride)
     rows = first + extra_rows
     last = rows - 1
     for row in (first, last):
         offset = row * stride
         if not boundary <= offset < boundary + 2**31:
-            raise ValueError(f"{mode} layout for stride {stride}: row {row} offset {offset} "
+            raise ValueError(f"{wrap} layout for stride {stride}: row {row} offset {offset} "
                              "does not land in the intended range")
     candidates = [first, last] if first != last else [last]
     check = tuple(r for r in candidates if wrapped_offset(r, stride) != 0)
@@ -96,4 +96,4 @@ def huge_layout(mode, vocab, extra_rows=64, row_stride=None):
             if wrapped_offset(row, stride) % stride + vocab > stride:
                 poison.add(landed + 1)  # a read from mid-row runs into the next row
     poison = tuple(sorted(r for r in poison - {0} - set(check) if r < rows))
-    return HugeLayout(mode, rows, vocab, stride, check, poison)
+    return HugeLayout(wrap, rows, vocab, stride, check, poison)

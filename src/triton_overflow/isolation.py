@@ -53,6 +53,15 @@ class Outcome:
     extra: dict = field(default_factory=dict)
 
     @property
+    def passed(self):
+        return self.status == "passed"
+
+    @property
+    def skipped(self):
+        """The child found no room for the case and said why (``value["skipped"]``)."""
+        return self.passed and isinstance(self.value, dict) and "skipped" in self.value
+
+    @property
     def device_fault(self):
         text = f"{self.error} {self.message} {self.output}".lower()
         return any(marker in text for marker in ILLEGAL_ACCESS)

@@ -17,6 +17,7 @@ import pytest
 CELL = "overflow-cell"
 WIDENING_CELL = "overflow-widening"
 COST = "overflow-interpreter-cost"  # set by the interpreter huge-case tests (tiers)
+DETAIL = "overflow-detail"  # a test's user property: what its detector found
 SLOWEST = 5
 DETECTORS = ("correctness", "row-0 copy", "validation", "static", "interpreter huge",
              "gpu aliased huge", "gpu dense huge")
@@ -85,7 +86,7 @@ class DetectorReport:
         if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
             return
         detail = next((value for name, value in item.user_properties
-                       if name == "overflow-detail"), "")
+                       if name == DETAIL), "")
         common = {"outcome": report.outcome, "reason": reason(report), "detail": detail,
                   "test": item.nodeid, "cells": len(self._sizes)}
         entries = [(CELL, {"kernel": kernel, "detector": detector, "role": role,
@@ -182,6 +183,11 @@ class DetectorReport:
 
 
 REPORT = pytest.StashKey[DetectorReport]()
+
+
+def detail(request, text):
+    """Record what the test's detector found (an overflow's line, how a twin was caught)."""
+    request.node.user_properties.append((DETAIL, text))
 
 
 def _widening_key(kernel, detector):

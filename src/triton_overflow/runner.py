@@ -6,30 +6,33 @@ summary, ``{"skipped": reason}`` when the memory is not there, and raises on a w
 
 import contextlib
 import importlib
+import re
 import resource
 import time
 
 import torch
 
-from triton_overflow import memory
-from triton_overflow.cases import HugeRun, resolve_case
+from triton_overflow import devices, memory
+from triton_overflow.cases import HugeRun, case_reference, resolve_case
 from triton_overflow.huge import huge_layout
 from triton_overflow.device_view import presented
 from triton_overflow.interp import (configs_without_benchmarks, int32_wrap_checked, only_programs,
                                     unwrap_interpreter_error)
-from triton_overflow.mode import interpreted
+from triton_overflow.isolation import run_isolated
+from triton_overflow.lint.summary import function_at
+from triton_overflow.mode import DEVICE, INTERPRETER, interpreted
 from triton_overflow.twin import load_twin
 
 PLANT_SEED = 20260
 POISON_SEED = 7919
 
 
-def layout_for(case, mode):
-    return huge_layout(mode, case.width, row_stride=case.row_stride)
+def layout_for(case, wrap):
+    return huge_layout(wrap, case.width, row_stride=case.row_stride)
 
 
-def planned_run(case, mode, device, is_interpreted):
-    return HugeRun(layout_for(case, mode), torch.device(device), is_interpreted,
+def planned_run(case, wrap, device, is_interpreted):
+    return HugeRun(layout_for(case, wrap), torch.device(device), is_interpreted,
                    run_poison_slots=case.run_poison_slots)
 
 
@@ -63,8 +66,9 @@ def bytes_needed(case, run, backend):
     return estimate + case.extra_bytes(run) + SPARE[backend]
 
 
-def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
-    """Run ``case`` (a ``case_reference``) in ``mode`` on ``backend``; raise on a wrong row.
+def run_case(case, wrap, backend, twin=False, wrap_check=False, widening=None):
+    """Run ``case`` (a ``case_reference``) with the ``wrap`` layout ("negative" or "aliased")
+    on ``backend``; raise on a wrong row.
 
     ``twin`` runs the int32 twin instead of the kernel; with ``widening`` the mutant that undoes
     only that widening.
@@ -76,7 +80,7 @@ def run_case(case, mode, backend, twin=False, wrap_check=False, widening=None):
     if is_interpreted != (allocator.device.type == "cpu"):
         raise RuntimeError(f"backend {backend} cannot run with the interpreter "
                            f"{'on' if is_interpreted else 'off'}")
-    run = planned_run(case, mode, allocator.device, is_interpreted)
+    run = planned_run(case, wrap, allocator.device, is_interpreted)
     shortfall = allocator.shortfall(bytes_needed(case, run, backend), case=case.name)
     if shortfall:
         return {"skipped": shortfall}
@@ -189,3 +193,99 @@ class _maybe:
 
     def __exit__(self, *exc):
         return self.context.__exit__(*exc) if self.context else False
+
+
+# --- the parent side: one huge case in a child process, and what its outcome shows ----------
+
+def run_huge(case, wrap, backend, twin=False, wrap_check=False, widening=None, env=None):
+    """Run ``case`` in a child process; the ``Outcome``, or a skip with the reason. A device
+    case first reserves its memory on a GPU of the run (``devices``)."""
+    import pytest
+    arguments = dict(case=case_reference(case), wrap=wrap, backend=backend, twin=twin,
+                     wrap_check=wrap_check, widening=widening)
+    if backend == "lazy-host":
+        outcome = run_isolated("triton_overflow.runner:run_case", arguments,
+                               mode=INTERPRETER, env=env, timeout=900)
+    else:
+        needed = bytes_needed(case, planned_run(case, wrap, "cpu", False), backend)
+        try:
+            with devices.reserve(needed, f"{case.name} {wrap} {backend}") as gpu:
+                child_env = dict(env or {})
+                if gpu is not None:
+                    child_env["CUDA_VISIBLE_DEVICES"] = gpu
+                outcome = run_isolated("triton_overflow.runner:run_case", arguments,
+                                       mode=DEVICE, env=child_env, timeout=900)
+        except devices.NeverFits as reason:
+            pytest.skip(str(reason))
+    if outcome.skipped:
+        pytest.skip(outcome.value["skipped"])
+    return outcome
+
+
+SANITIZER_LINE = re.compile(r"(?P<file>\S+\.py):(?P<line>\d+): (?P<function>\S+): block: "
+                             r"\[(?P<block>[^\]]*)\], thread: \[(?P<thread>[^\]]*)\] Assertion "
+                             r"`(?P<message>[^`]*overflow[^`]*)` failed")
+
+
+def sanitizer_report(case, wrap, backend, twin=False):
+    """Run the case again under Triton's overflow sanitizer (``TRITON_DEBUG=1``); one line per
+    kernel line it stopped at: file:line, kernel, operation, the first block and thread."""
+    from triton_overflow.lint.report import shown
+    from triton_overflow.twin import twin_origin
+    outcome = run_huge(case, wrap, backend, twin=twin, env={"TRITON_DEBUG": "1"})
+    reports = {}
+    for match in SANITIZER_LINE.finditer(outcome.output):
+        file, line = match["file"], int(match["line"])
+        origin = twin_origin(file)
+        key = (origin or file, line, match["message"])
+        if key in reports:
+            reports[key][1] += 1
+            continue
+        kernel = match["function"] if match["function"] != "unknown" else \
+            function_at(file, line)
+        reports[key] = [f"{shown(origin or file)}:{line}: {kernel}: {match['message']}",
+                        1, f"first at block [{match['block']}], thread [{match['thread']}]",
+                        " [int32 twin]" if origin else ""]
+    lines = [f"{text} ({where}; {count} report{'s' if count > 1 else ''}){twin}"
+             for text, count, where, twin in reports.values()]
+    return "\n".join(lines) or f"the sanitizer reported nothing ({outcome.summary()})"
+
+
+def gpu_caught(outcome):
+    """A GPU twin is caught by an illegal address, a fault signal or a wrong row; never by an
+    out-of-memory kill or a timeout."""
+    return outcome.faulted or outcome.wrong_row
+
+
+def interpreter_caught(outcome):
+    """An interpreted twin or mutant is caught by the wrap check, a wrong row, or a fault (a
+    wrapped offset that left the tensor before the checked rows were reached)."""
+    return outcome.wrapped or outcome.wrong_row or outcome.faulted
+
+
+def how_caught(outcome):
+    if outcome.wrapped:
+        return "wrap check at " + wrap_line(outcome.message)[:160]
+    if outcome.faulted:
+        return "a memory fault, a detection: " + outcome.summary()[:160]
+    return outcome.summary()[:160]
+
+
+def wrap_location(message):
+    """``file:line`` from an ``Int32WrapError`` message; a twin's line is given in the file
+    it was derived from."""
+    from triton_overflow.lint.report import shown
+    from triton_overflow.twin import twin_origin
+    head = message.split(" in ", 1)[0]
+    try:
+        file, line = head.rsplit(":", 1)
+        return f"{shown(twin_origin(file) or file)}:{int(line)}"
+    except ValueError:
+        return head[:200]
+
+
+def wrap_line(message):
+    """An ``Int32WrapError`` message with its location shortened: ``file:line: what wrapped``."""
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    what = first.split("): ", 1)[-1] if "): " in first else first.split(": ", 1)[-1]
+    return f"{wrap_location(first)}: {what}"

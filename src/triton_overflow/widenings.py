@@ -1,0 +1,114 @@
+"""The per-widening mutant tests: each widening of a case's module undone alone, and the
+mutant caught by the module's huge cases (in the interpreter and on the GPU), unless a bounded
+marker on its line says its product cannot reach 2**31."""
+
+import pytest
+
+from triton_overflow.case_static import case_summary, lint_summary
+from triton_overflow.cases import SAFE, expectation
+from triton_overflow.lint.report import shown
+from triton_overflow.lint.summary import function_at, module_file
+from triton_overflow.report import detail
+from triton_overflow.runner import (gpu_caught, how_caught, interpreter_caught, run_huge,
+                                    wrap_location)
+
+
+INTERPRETER_ORACLES = (("negative", True), ("aliased", True), ("aliased", False))
+
+
+GPU_ORACLES = (("negative", False), ("aliased", False))
+
+
+def widening_params(cases):
+    from triton_overflow.twin import list_widenings
+    params = []
+    for module in dict.fromkeys(case.module for case in cases):
+        file = module_file(module)
+        for index, widening in enumerate(list_widenings(file)):
+            where = f"{shown(file)}:{widening.line}"
+            params.append(pytest.param(module, index, id=where, marks=[pytest.mark.widening_site(
+                where=where, kernel=function_at(file, widening.line), text=widening.text)]))
+    return params
+
+
+def caught_in_the_interpreter(self, module, widening, request):
+    """The mutant undoing only this widening is caught by a huge case in the interpreter."""
+    _catch_widening(self, module, widening, request, "lazy-host", INTERPRETER_ORACLES,
+                    interpreter_caught)
+
+
+def caught_on_the_gpu(self, module, widening, request):
+    """The mutant undoing only this widening is caught by a huge case on the GPU: an illegal
+    address or a wrong row, with no wrap check."""
+    _catch_widening(self, module, widening, request, "aliased-device", GPU_ORACLES, gpu_caught)
+
+
+def _catch_widening(test, module, widening, request, backend, oracles, caught):
+    """A mutant must be caught when undoing the widening exposes an i32 product the module did
+    not have (a product behind a flag the module already leaves i32 is not this widening's),
+    and no bounded marker on the widening's line says it stays small. A catch counts when the
+    wrap is at an exposed product, or when the case passes without the mutation."""
+    from triton_overflow.lint.analysis import markers
+    from triton_overflow.twin import list_widenings
+    file = module_file(module)
+    site = list_widenings(file)[widening]
+    bounded = markers(file, site.line)
+    if bounded:
+        product, reason = bounded[0]
+        detail(request, f"bounded: {product} by {reason}")
+        return
+    exposed = _exposed_products(module, widening)
+    if not exposed:
+        detail(request, "redundant: without it no new i32 product reaches an address")
+        return
+    cases = [c for c in test.cases if c.module == module and expectation(c) == SAFE]
+    tried = []
+    # Each oracle over every case before the next oracle: a mutant that only some cases'
+    # launches reach costs one run, not one per oracle, in each case that misses it.
+    for wrap, wrap_check in oracles:
+        for case in cases:
+            outcome = run_huge(case, wrap, backend, twin=True, wrap_check=wrap_check,
+                               widening=widening)
+            if caught(outcome) and _attributable(outcome, exposed, case, wrap, backend,
+                                                 wrap_check):
+                detail(request, f"caught by {case.name} ({wrap}): {how_caught(outcome)}")
+                return
+            tried.append(f"{case.name} ({wrap}{', wrap check' if wrap_check else ''}): "
+                         f"{outcome.summary()[:160]}")
+    pytest.fail(f"the mutant undoing {site.text} at {shown(file)}:{site.line} survived every "
+                f"huge case of {module}; it exposes {', '.join(sorted(exposed))}, which no case "
+                f"drives past 2**31{_unlaunched_hint(cases, file, site.line)}:\n  "
+                + "\n  ".join(tried))
+
+
+def _exposed_products(module, widening):
+    """``file:line`` of each i32 product the mutant has in a flag combination where the
+    module has not (a product the module leaves i32 behind another flag value is not this
+    widening's)."""
+    before = lint_summary(module, False)["variants"]
+    exposed = set()
+    for kernel, variants in lint_summary(module, False, widening)["variants"].items():
+        known = before.get(kernel, [])
+        for index, pairs in enumerate(variants):
+            had = {tuple(pair) for pair in known[index]} if index < len(known) else set()
+            exposed |= {where for where, product in pairs if (where, product) not in had}
+    return exposed
+
+
+def _attributable(outcome, exposed, case, wrap, backend, wrap_check):
+    """Whether a caught mutant was caught by its own widening: the wrap is at an exposed
+    product, or the unmutated kernel passes the same run."""
+    if outcome.wrapped and wrap_location(outcome.message) in exposed:
+        return True
+    return run_huge(case, wrap, backend, wrap_check=wrap_check).passed
+
+
+def _unlaunched_hint(cases, file, line):
+    kernel = function_at(file, line)
+    launched = {name for c in cases for name in case_summary(c, False)["kernels"]}
+    if kernel not in launched:
+        names = ", ".join(c.name for c in cases) or "none"
+        return (f" (no SAFE case launches {kernel}; the SAFE cases of this module: {names}: "
+                "add a case that calls its launcher)")
+    return (f" (a case launches {kernel}, but none plants a huge tensor that the exposed "
+            "product indexes: add a case whose huge tensor is that one)")
