@@ -12,19 +12,20 @@ A case never allocates its huge tensor itself: ``runner`` asks a backend for it.
 * ``dense-device`` (``DenseDeviceMemory``): a plain CUDA allocation (9-18 GiB), gated on free
   memory.
 
-Each backend has ``name``, ``device``, ``fills_background`` (whether ``runner`` should fill
-every unplanted row with random data), ``estimate(layout, dtype, rows)`` (device bytes, known
-without a device), ``shortfall(nbytes, case)`` (None, or why it cannot run),
-``reserve(layout, dtype, rows)`` (a context manager giving the tensor, released after),
-``background()`` (a tensor over memory every unplanted row shares, or None) and
-``peak_bytes()``.
+Each backend is a ``MemoryBackend``: what it is called, where its cases run, what it needs and
+how the report labels its cells are its own class attributes, so a new backend is one class
+here, listed in ``BACKENDS``.
 """
 
+import abc
 import contextlib
 import gc
 from pathlib import Path
+from typing import ClassVar
 
 import torch
+
+from triton_overflow.mode import DEVICE, INTERPRETER
 
 GIB = 2**30
 
@@ -33,17 +34,54 @@ def gib(nbytes):
     return f"{nbytes / GIB:.1f} GiB"
 
 
-class LazyHostMemory:
+class MemoryBackend(abc.ABC):
+    """Where a huge case's tensor comes from."""
+
+    key: ClassVar[str]  # how tests and child processes name it: "aliased-device"
+    name: ClassVar[str]  # how messages name it
+    execution: ClassVar[str]  # where its cases run: mode.INTERPRETER or mode.DEVICE
+    detector: ClassVar[str]  # its column of the kernel x detector report
+    spare_bytes: ClassVar[int]  # room beyond the tensor and the case's inputs, for the launch
+    fills_background: ClassVar[bool]  # whether runner fills every unplanted row with data
+    opt_in: ClassVar[str | None] = None  # the pytest option without which its tests are left out
+    mutant_tests: ClassVar[bool] = False  # whether the per-widening mutants run on it
+    device: torch.device
+
+    @staticmethod
+    @abc.abstractmethod
+    def estimate(layout, dtype, rows) -> int:
+        """Bytes the tensor with these planted rows takes, known without a device."""
+
+    @abc.abstractmethod
+    def shortfall(self, nbytes: int, case: str | None = None) -> str | None:
+        """None when ``nbytes`` fit, else why the case cannot run here."""
+
+    @abc.abstractmethod
+    def reserve(self, layout, dtype, rows):
+        """A context manager giving the huge tensor, released after."""
+
+    def background(self) -> "torch.Tensor | None":
+        """A tensor over the memory every unplanted row shares, or None."""
+        return None
+
+    @abc.abstractmethod
+    def peak_bytes(self) -> int:
+        """The most bytes the case held at once."""
+
+
+class LazyHostMemory(MemoryBackend):
+    key = "lazy-host"
     name = "lazy host memory"
-    device = torch.device("cpu")
+    execution = INTERPRETER
+    detector = "interpreter huge"
+    spare_bytes = GIB
     fills_background = False
+    mutant_tests = True
+    device = torch.device("cpu")
 
     @staticmethod
     def estimate(layout, dtype, rows):
         return layout.elements * dtype.itemsize
-
-    def background(self):
-        return None
 
     def shortfall(self, nbytes, case=None):
         """None when ``nbytes`` of address space can be reserved, else why not."""
@@ -61,16 +99,18 @@ class LazyHostMemory:
         return 0
 
 
-class DenseDeviceMemory:
+class DenseDeviceMemory(MemoryBackend):
+    key = "dense-device"
     name = "dense device memory"
+    execution = DEVICE
+    detector = "gpu dense huge"
+    spare_bytes = GIB
     fills_background = True
+    opt_in = "--dense-huge"
 
     @staticmethod
     def estimate(layout, dtype, rows):
         return layout.elements * dtype.itemsize
-
-    def background(self):
-        return None
 
     def __init__(self, index=None):
         self.device = torch.device("cuda", torch.cuda.current_device() if index is None else index) \
@@ -130,11 +170,16 @@ def _call(name, *args):
     return values[0] if len(values) == 1 else values
 
 
-class AliasedDeviceMemory:
+class AliasedDeviceMemory(MemoryBackend):
     """CUDA virtual memory through NVIDIA's ``cuda-bindings`` (``cuda.bindings.driver``)."""
 
+    key = "aliased-device"
     name = "aliased device memory"
+    execution = DEVICE
+    detector = "gpu aliased huge"
+    spare_bytes = GIB // 4
     fills_background = False
+    mutant_tests = True
 
     def __init__(self, index=None):
         self.device = torch.device("cuda", torch.cuda.current_device() if index is None else
@@ -305,14 +350,15 @@ def _release(mappings, handles, reservation, size, strict):
                 raise
 
 
-BACKENDS = {
-    "lazy-host": LazyHostMemory,
-    "aliased-device": AliasedDeviceMemory,
-    "dense-device": DenseDeviceMemory,
-}
+BACKENDS: dict[str, type[MemoryBackend]] = {
+    backend.key: backend for backend in (LazyHostMemory, AliasedDeviceMemory, DenseDeviceMemory)}
+INTERPRETER_BACKEND = LazyHostMemory.key
+DEVICE_BACKENDS = tuple(key for key, backend in BACKENDS.items() if backend.execution == DEVICE)
+# Where the per-widening mutants run on a GPU.
+MUTANT_DEVICE_BACKEND = next(key for key in DEVICE_BACKENDS if BACKENDS[key].mutant_tests)
 
 
-def allocator(backend):
+def allocator(backend: str) -> MemoryBackend:
     try:
         return BACKENDS[backend]()
     except KeyError:

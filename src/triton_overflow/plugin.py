@@ -29,7 +29,6 @@ MARKERS = {
     "widening(detector)": "the widening x detector cell of the validation report this test fills",
     "widening_site(where, kernel, text)": "the widening (file:line) a mutant test undoes",
 }
-DENSE = "dense-device"
 # The generated tests that compile whole kernels or run a family's cases, in the order that
 # xdist workers start them (every other test after them, in file order); the static checks
 # first, whose cells complete one family at a time. Within each, the larger kernel files
@@ -165,10 +164,12 @@ def pytest_collection_modifyitems(config, items):
     if require_gpu and "the gpu tier" in unavailable:
         raise pytest.UsageError("--require-gpu: the gpu tier was asked for, but "
                                 + unavailable["the gpu tier"])
+    from triton_overflow.memory import BACKENDS
     keep, dropped = [], []
     for item in items:
         backend = item.get_closest_marker("memory_backend")
-        if backend and backend.args[0] == DENSE and not config.getoption("--dense-huge"):
+        opt_in = backend and BACKENDS[backend.args[0]].opt_in
+        if opt_in and not config.getoption(opt_in):
             dropped.append(item)
             continue
         keep.append(item)

@@ -57,13 +57,11 @@ def small_batch(case, run, copy_row=False):
     return buffer.to(run.device)[:, :case.width]
 
 
-SPARE = {"lazy-host": memory.GIB, "dense-device": memory.GIB, "aliased-device": memory.GIB // 4}
-
-
 def bytes_needed(case, run, backend):
     """The huge tensor on ``backend`` plus the case's side inputs, with room for the launch."""
-    estimate = memory.BACKENDS[backend].estimate(run.layout, case.dtype, run.planted_rows)
-    return estimate + case.extra_bytes(run) + SPARE[backend]
+    memory_backend = memory.BACKENDS[backend]
+    estimate = memory_backend.estimate(run.layout, case.dtype, run.planted_rows)
+    return estimate + case.extra_bytes(run) + memory_backend.spare_bytes
 
 
 def run_case(case, wrap, backend, twin=False, wrap_check=False, widening=None):
@@ -203,7 +201,7 @@ def run_huge(case, wrap, backend, twin=False, wrap_check=False, widening=None, e
     import pytest
     arguments = dict(case=case_reference(case), wrap=wrap, backend=backend, twin=twin,
                      wrap_check=wrap_check, widening=widening)
-    if backend == "lazy-host":
+    if memory.BACKENDS[backend].execution == INTERPRETER:
         outcome = run_isolated("triton_overflow.runner:run_case", arguments,
                                mode=INTERPRETER, env=env, timeout=900)
     else:

@@ -38,14 +38,15 @@ from triton_overflow.cases import (OVERFLOWS, SAFE, CompileSpec, RowsCase, case_
                                    expectation, validate_case)
 from triton_overflow.isolation import run_isolated
 from triton_overflow.lint.summary import module_file
+from triton_overflow.memory import (BACKENDS, DEVICE_BACKENDS, INTERPRETER_BACKEND,
+                                    MUTANT_DEVICE_BACKEND)
 from triton_overflow.report import COST, detail
 from triton_overflow.runner import (gpu_caught, how_caught, run_huge, sanitizer_report,
                                     wrap_location)
 from triton_overflow.widenings import caught_in_the_interpreter, caught_on_the_gpu, widening_params
 
 WRAPS = ("negative", "aliased")
-GPU_BACKENDS = ("aliased-device", "dense-device")
-GPU_DETECTORS = {"aliased-device": "gpu aliased huge", "dense-device": "gpu dense huge"}
+INTERPRETED = BACKENDS[INTERPRETER_BACKEND]
 _REGISTERED = {}  # case name -> case reference, for this process
 
 
@@ -74,12 +75,12 @@ class OverflowTests:
     """Base class of a test class that runs every overflow tier on its ``cases``."""
 
     cases: ClassVar[list] = []
-    compile_specs: ClassVar[list] = []
+    compile_specs: ClassVar[list[CompileSpec]] = []
     small_batch_tests: ClassVar[bool] = True
     small_batch_rows: ClassVar[int] = 3
     widening_tests: ClassVar[bool] = True
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         for case in cls.cases:
             register(case)
@@ -101,39 +102,39 @@ def _generate(cls):
             _param(c, detector="static", role=_role(c), extra_marks=[static]) for c in every])(
             _fresh(_test_static_check))
         tests["test_interpreter_huge_case"] = pytest.mark.parametrize("case, wrap", [
-            _param(c, w, detector="interpreter huge", role=_role(c), extra_marks=[interp, huge])
+            _param(c, w, detector=INTERPRETED.detector, role=_role(c), extra_marks=[interp, huge])
             for c in every for w in WRAPS])(_fresh(_test_interpreter_huge_case))
         tests["test_gpu_huge_case"] = pytest.mark.parametrize("case, wrap, backend", [
-            _param(c, w, b, detector=GPU_DETECTORS[b], role=_role(c),
+            _param(c, w, b, detector=BACKENDS[b].detector, role=_role(c),
                    extra_marks=[gpu, huge, pytest.mark.memory_backend(b)])
-            for b in GPU_BACKENDS for c in every for w in WRAPS])(_fresh(_test_gpu_huge_case))
+            for b in DEVICE_BACKENDS for c in every for w in WRAPS])(_fresh(_test_gpu_huge_case))
     if safe:
         tests["test_static_check_flags_twin"] = pytest.mark.parametrize("case", [
             _param(c, detector="static", role="twin", extra_marks=[static]) for c in safe])(
             _fresh(_test_static_check_flags_twin))
         tests["test_interpreter_huge_case_catches_twin_wrap"] = pytest.mark.parametrize(
-            "case, wrap", [_param(c, w, detector="interpreter huge", role="twin",
+            "case, wrap", [_param(c, w, detector=INTERPRETED.detector, role="twin",
                                   extra_marks=[interp, huge]) for c in safe for w in WRAPS])(
             _fresh(_test_interpreter_twin_wrap))
         tests["test_interpreter_huge_case_catches_twin_silent_corruption"] = \
             pytest.mark.parametrize("case", [
-                _param(c, detector="interpreter huge", role="twin", extra_marks=[interp, huge])
+                _param(c, detector=INTERPRETED.detector, role="twin", extra_marks=[interp, huge])
                 for c in safe])(_fresh(_test_interpreter_twin_silent))
         tests["test_gpu_huge_case_catches_twin"] = pytest.mark.parametrize(
             "case, wrap, backend", [
-                _param(c, w, b, detector=GPU_DETECTORS[b], role="twin",
+                _param(c, w, b, detector=BACKENDS[b].detector, role="twin",
                        extra_marks=[gpu, huge, pytest.mark.memory_backend(b)])
-                for b in GPU_BACKENDS for c in safe for w in WRAPS])(_fresh(_test_gpu_twin))
+                for b in DEVICE_BACKENDS for c in safe for w in WRAPS])(_fresh(_test_gpu_twin))
     widenings = widening_params(safe) if cls.widening_tests else []
     if widenings:
         tests["test_interpreter_huge_cases_catch_each_widening"] = pytest.mark.parametrize(
             "module, widening", [pytest.param(*p.values, id=p.id, marks=[
-                *p.marks, pytest.mark.widening(detector="interpreter huge"), interp, huge])
+                *p.marks, pytest.mark.widening(detector=INTERPRETED.detector), interp, huge])
                 for p in widenings])(_fresh(caught_in_the_interpreter))
         tests["test_gpu_huge_cases_catch_each_widening"] = pytest.mark.parametrize(
             "module, widening", [pytest.param(*p.values, id=p.id, marks=[
-                *p.marks, pytest.mark.widening(detector="gpu aliased huge"), gpu, huge,
-                pytest.mark.memory_backend("aliased-device")])
+                *p.marks, pytest.mark.widening(detector=BACKENDS[MUTANT_DEVICE_BACKEND].detector), gpu, huge,
+                pytest.mark.memory_backend(MUTANT_DEVICE_BACKEND)])
                 for p in widenings])(_fresh(caught_on_the_gpu))
     rows = [c for c in safe if isinstance(c, RowsCase)] if cls.small_batch_tests else []
     if rows:
@@ -196,7 +197,7 @@ def _test_static_check_flags_twin(self, case, request):
 
 
 def _interpreted_overflow(case, wrap, request):
-    outcome = run_huge(case, wrap, "lazy-host", wrap_check=True)
+    outcome = run_huge(case, wrap, INTERPRETER_BACKEND, wrap_check=True)
     if outcome.wrapped:
         detail(request, "overflows at " + wrap_location(outcome.message))
         return
@@ -208,7 +209,7 @@ def _test_interpreter_huge_case(self, case, wrap, request):
     """The highest-offset rows equal row 0 and the reference; no i32 operation wraps."""
     if expectation(case) == OVERFLOWS:
         return _interpreted_overflow(case, wrap, request)
-    outcome = run_huge(case, wrap, "lazy-host", wrap_check=True)
+    outcome = run_huge(case, wrap, INTERPRETER_BACKEND, wrap_check=True)
     assert outcome.passed, outcome.summary() + "\n" + outcome.output
     request.node.user_properties.append((COST, {
         "case": f"{case.name} ({wrap})", "seconds": round(outcome.seconds, 1),
@@ -217,7 +218,7 @@ def _test_interpreter_huge_case(self, case, wrap, request):
 
 def _test_interpreter_twin_wrap(self, case, wrap):
     """On the int32 twin the wrap check stops at the wrapping product, naming the kernel line."""
-    outcome = run_huge(case, wrap, "lazy-host", twin=True, wrap_check=True)
+    outcome = run_huge(case, wrap, INTERPRETER_BACKEND, twin=True, wrap_check=True)
     assert outcome.wrapped, outcome.summary() + "\n" + outcome.output
     kernel_file = module_file(case.module)
     assert f"int32 twin of {kernel_file}" in outcome.message, outcome.message
@@ -226,7 +227,7 @@ def _test_interpreter_twin_wrap(self, case, wrap):
 def _test_interpreter_twin_silent(self, case, request):
     """Without the wrap check, the aliased twin reads or writes a poisoned row (a wrong row),
     or faults on the way there."""
-    outcome = run_huge(case, "aliased", "lazy-host", twin=True, wrap_check=False)
+    outcome = run_huge(case, "aliased", INTERPRETER_BACKEND, twin=True, wrap_check=False)
     if outcome.passed:
         pytest.fail(f"the int32 twin of {case.module} gave right rows with the aliased wrap, "
                     "although it read or wrote a poisoned row: the case's output may not "

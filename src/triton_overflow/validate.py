@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from triton_overflow.report import DETECTORS, WIDENING_DETECTORS, cell_verdict
+from triton_overflow.report import cell_verdict, detectors, widening_detectors
 
 
 def main(out, profile=None, pytest_args=()):
@@ -99,7 +99,7 @@ def widening_matrix(results):
         rows.setdefault(key, {})[result["detector"]] = text.replace("|", "\\|")
     if not rows:
         return [], failures
-    columns = [d for d in WIDENING_DETECTORS if any(d in r for r in rows.values())]
+    columns = [d for d in widening_detectors() if any(d in r for r in rows.values())]
     lines = ["| widening | kernel | undone | " + " | ".join(columns) + " |",
              "|---" * (len(columns) + 3) + "|"]
     for (where, kernel, text), cells in sorted(rows.items(), key=lambda item: _site_order(item[0])):
@@ -114,7 +114,7 @@ def _site_order(key):
 
 
 def markdown_table(table):
-    columns = [d for d in DETECTORS if any(d in row for row in table.values())]
+    columns = [d for d in detectors() if any(d in row for row in table.values())]
     columns += sorted({d for row in table.values() for d in row} - set(columns))
     lines = ["| kernel | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for kernel in sorted(table):

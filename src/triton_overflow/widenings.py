@@ -8,6 +8,7 @@ from triton_overflow.case_static import case_summary, lint_summary
 from triton_overflow.cases import SAFE, expectation
 from triton_overflow.lint.report import shown
 from triton_overflow.lint.summary import function_at, module_file
+from triton_overflow.memory import INTERPRETER_BACKEND, MUTANT_DEVICE_BACKEND
 from triton_overflow.report import detail
 from triton_overflow.runner import (gpu_caught, how_caught, interpreter_caught, run_huge,
                                     wrap_location)
@@ -33,14 +34,15 @@ def widening_params(cases):
 
 def caught_in_the_interpreter(self, module, widening, request):
     """The mutant undoing only this widening is caught by a huge case in the interpreter."""
-    _catch_widening(self, module, widening, request, "lazy-host", INTERPRETER_ORACLES,
+    _catch_widening(self, module, widening, request, INTERPRETER_BACKEND, INTERPRETER_ORACLES,
                     interpreter_caught)
 
 
 def caught_on_the_gpu(self, module, widening, request):
     """The mutant undoing only this widening is caught by a huge case on the GPU: an illegal
     address or a wrong row, with no wrap check."""
-    _catch_widening(self, module, widening, request, "aliased-device", GPU_ORACLES, gpu_caught)
+    _catch_widening(self, module, widening, request, MUTANT_DEVICE_BACKEND, GPU_ORACLES,
+                    gpu_caught)
 
 
 def _catch_widening(test, module, widening, request, backend, oracles, caught):
