@@ -10,6 +10,7 @@ import importlib
 import re
 
 from triton_overflow import compat
+from triton_overflow.lint import sm90
 from triton_overflow.lint.signature import plan
 
 
@@ -48,11 +49,6 @@ def resolve_kernel(reference):
 
 
 def _compile_sm90(kernel, types, constants, num_warps, aligned, last_stage):
-    from triton._C.libtriton import ir
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from triton.compiler.compiler import make_backend
-
     jit = resolve_kernel(kernel)
     kernel_plan = plan(jit)
     signature = dict(kernel_plan.types)
@@ -64,17 +60,11 @@ def _compile_sm90(kernel, types, constants, num_warps, aligned, last_stage):
         raise CompileError(f"{kernel} has no arguments {sorted(unknown)}")
     attrs = {(index, ): [["tt.divisibility", 16]] for index, param in enumerate(jit.params)
              if param.name in aligned or signature.get(param.name, "").startswith("*")}
-    target = GPUTarget("cuda", 90, 32)
-    backend = make_backend(target)
-    options = backend.parse_options({"num_warps": num_warps})
-    context = ir.context()
-    ir.load_dialects(context)
-    backend.load_dialects(context)
-    source = ASTSource(jit, signature, constexprs=defaults, attrs=attrs)
-    module = compat.make_ir(source, target, options, backend, context)
-    metadata = {}
+    built = sm90.build(jit, signature, defaults, attrs, {"num_warps": num_warps})
+    module, metadata = built.module, {}
     for stage in ("ttir", "ttgir", "llir", "ptx"):
-        module = getattr(backend, f"make_{stage}")(module, metadata, options, 90)
+        lower = getattr(built.backend, f"make_{stage}")
+        module = lower(module, metadata, built.options, sm90.CAPABILITY)
         if stage == last_stage:
             return str(module)
     raise CompileError(f"unknown stage {last_stage}")

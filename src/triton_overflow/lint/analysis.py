@@ -18,8 +18,9 @@ import linecache
 import re
 from dataclasses import dataclass, field
 
-from triton_overflow.lint.flow import PRODUCTS, Flow, is_i32
+from triton_overflow.lint.flow import Flow, is_i32
 from triton_overflow.lint.levels import ERROR, LEVELS, WARNING, Levels
+from triton_overflow.lint.ops import BROADCASTS, INT_WIDENINGS, PRODUCTS
 from triton_overflow.lint.ranges import INT32_LIMIT, Ranges
 
 MARKER = re.compile(r"#\s*overflow-lint:\s*(.*)$")
@@ -127,7 +128,7 @@ def _is_one(flow, value):
             return False
         if op.name == "arith.constant":
             return op.constant == 1
-        if op.name not in ("arith.extsi", "arith.extui", "tt.splat"):
+        if op.name not in INT_WIDENINGS and op.name != "tt.splat":
             return False
         value = op.operands[0]
     return False
@@ -252,8 +253,7 @@ def _is_product_on_line(flow, value, line):
             return False
         if op.name in PRODUCTS:
             return op.location[1] == line
-        if op.name not in ("arith.extsi", "arith.extui", "tt.splat", "tt.broadcast",
-                           "tt.expand_dims"):
+        if op.name not in INT_WIDENINGS and op.name not in BROADCASTS:
             return False
         value = op.operands[0]
     return False

@@ -11,15 +11,7 @@ loop variables, loaded values, block offsets and other computed values (constant
 import re
 from dataclasses import dataclass
 
-CARRIERS = {
-    "arith.addi", "arith.subi", "arith.muli", "arith.shli", "arith.extsi", "arith.extui",
-    "arith.trunci", "arith.select", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui",
-    "arith.index_cast", "arith.index_castui", "tt.splat", "tt.broadcast", "tt.expand_dims",
-    "tt.reshape", "ttg.convert_layout", "tt.trans", "tt.join", "tt.cat", "tt.bitcast",
-    "arith.fptosi", "arith.fptoui", "arith.divsi", "arith.divui", "arith.ceildivsi",
-    "arith.floordivsi", "arith.remsi", "arith.remui", "arith.shrsi", "arith.shrui",
-}
-PRODUCTS = ("arith.muli", "arith.shli")
+from triton_overflow.lint.ops import CARRIERS, LOADED_VALUE_OPS, POINTER_CARRIERS, STRUCTURED
 
 
 @dataclass(frozen=True)
@@ -138,12 +130,12 @@ class Flow:
                 return Origin("program id", str(op.axis or 0))
             if op.name == "tt.get_num_programs":
                 return Origin("program count", str(op.axis or 0))
-            if op.name in ("tt.load", "tt.atomic_rmw", "tt.atomic_cas"):
+            if op.name in LOADED_VALUE_OPS:
                 kind = "loaded value" if op.name == "tt.load" else "atomic result"
                 return Origin(kind, self.pointer_root(op.operands[0]) or "")
             if op.name == "tt.make_range":
                 return Origin("block offsets")
-            if op.name in CARRIERS or op.name in ("scf.for", "scf.if", "scf.while", "tt.call"):
+            if op.name in CARRIERS or op.name in STRUCTURED:
                 return None  # looked through by ``sources``
             return Origin("computed value", op.name)
         if value not in self.graph.block_args:
@@ -197,10 +189,7 @@ class Flow:
                 continue
             seen.add(current)
             op, _ = self.producer(current)
-            if op is not None and op.name in ("tt.addptr", "tt.splat", "tt.broadcast",
-                                              "tt.expand_dims", "tt.reshape", "ttg.convert_layout",
-                                              "tt.trans", "tt.advance", "tt.make_tensor_ptr",
-                                              "tt.bitcast", "arith.select"):
+            if op is not None and op.name in POINTER_CARRIERS:
                 operands = op.operands[1:] if op.name == "arith.select" else op.operands[:1]
                 stack.extend(operands)
                 continue

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from triton_overflow import compat
+from triton_overflow.lint import sm90
 
 _LOC_ALIAS = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
 _TRAILING_LOC = re.compile(r"\bloc\((#loc\d*|.*)\)\s*$")
@@ -80,20 +81,8 @@ class Graph:
 def compile_ttir(jit_function, signature, constexprs, attrs=None):
     """The TTIR module (Triton's object) of ``jit_function`` for an sm_90 target, helpers
     inlined and block pointers rewritten, but not otherwise optimised (``compat``)."""
-    from triton._C.libtriton import ir
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from triton.compiler.compiler import make_backend
-
-    target = GPUTarget("cuda", 90, 32)
-    backend = make_backend(target)
-    options = backend.parse_options({})
-    context = ir.context()
-    ir.load_dialects(context)
-    backend.load_dialects(context)
-    source = ASTSource(jit_function, signature, constexprs=constexprs, attrs=attrs or {})
-    module = compat.make_ir(source, target, options, backend, context)
-    return compat.analysis_passes(module), context
+    built = sm90.build(jit_function, signature, constexprs, attrs)
+    return compat.analysis_passes(built.module), built.context
 
 
 class _CompilerOutput:

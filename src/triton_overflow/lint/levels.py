@@ -20,14 +20,11 @@ Launch facts (``--launches``) or an envelope (``--limits``) replace the level by
 ``error`` where the product reaches 2**31 there, ``note`` where it stays below.
 """
 
-from triton_overflow.lint.flow import CARRIERS
+from triton_overflow.lint.ops import CARRIERS, DIVISIONS, LOADED_VALUE_OPS, REMAINDERS, STRUCTURED
 
 ERROR, WARNING, NOTE = "error", "warning", "note"
 LEVELS = (ERROR, WARNING, NOTE)
 BOUNDED, ARGUMENT, WORKLOAD = 1, 2, 3
-_DIVISIONS = {"arith.divsi", "arith.divui", "arith.ceildivsi", "arith.floordivsi",
-              "arith.shrsi", "arith.shrui"}
-_REMAINDERS = {"arith.remsi", "arith.remui"}
 
 
 class Levels:
@@ -90,13 +87,13 @@ class Levels:
             return BOUNDED, f"program_id({op.axis}) (at most 65,535 programs on that axis)"
         if name == "tt.get_num_programs":
             return ARGUMENT, f"num_programs({op.axis or 0})"
-        if name in ("tt.load", "tt.atomic_rmw", "tt.atomic_cas"):
+        if name in LOADED_VALUE_OPS:
             root = self.flow.pointer_root(op.operands[0])
             return WORKLOAD, f"a value loaded from `{root}`" if root else "a loaded value"
-        if name in _REMAINDERS:
+        if name in REMAINDERS:
             divisor = self.side(op.operands[1])
             return min(divisor[0], ARGUMENT), f"a remainder by {divisor[1]}"
-        if name in _DIVISIONS:
+        if name in DIVISIONS:
             return self.side(op.operands[0])
         if name == "arith.subi" and self._is_remainder(op):
             divisor = self.side(self._remainder_divisor(op))
@@ -111,8 +108,7 @@ class Levels:
             return max(sides, key=lambda s: s[0])
         if name in ("arith.minsi", "arith.minui", "arith.andi"):
             return min((self.side(v) for v in op.operands[:2]), key=lambda s: s[0])
-        if name in CARRIERS or name in ("scf.for", "scf.if", "scf.while", "tt.call",
-                                        "arith.maxsi", "arith.maxui"):
+        if name in CARRIERS or name in STRUCTURED:
             sources = self.flow.sources(value) if name not in ("arith.maxsi", "arith.maxui") \
                 else op.operands[:2]
             sides = [self.side(v) for v in sources]

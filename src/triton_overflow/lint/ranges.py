@@ -10,12 +10,11 @@ finding says the largest product it reaches there and the factor left to 2**31.
 import re
 from dataclasses import dataclass, field
 
+from triton_overflow.lint.ops import LOADED_VALUE_OPS, PASS_THROUGH, STRUCTURED
+
 INT32_LIMIT = 2**31
 GRID_YZ_LIMIT = 65535  # programs along the second and third grid axes on CUDA
 _RANGE = re.compile(r"end\s*=\s*(-?\d+)\s*:\s*i32,\s*start\s*=\s*(-?\d+)")
-_PASS_THROUGH = {"arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast",
-                 "arith.index_castui", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape",
-                 "ttg.convert_layout", "tt.trans", "tt.bitcast"}
 
 
 @dataclass
@@ -117,10 +116,10 @@ class Ranges:
             if count is None:
                 return None
             return (0, count - 1) if name == "tt.get_program_id" else (count, count)
-        if name in ("tt.load", "tt.atomic_rmw", "tt.atomic_cas"):
+        if name in LOADED_VALUE_OPS:
             root = self.flow.pointer_root(op.operands[0])
             return self.facts.tables.get(root) if self.facts and root else None
-        if name in _PASS_THROUGH:
+        if name in PASS_THROUGH:
             return self.interval(op.operands[0])
         sides = [self.interval(v) for v in op.operands[:2]]
         if name in ("arith.addi", "arith.subi", "arith.muli", "arith.shli", "arith.maxsi",
@@ -129,7 +128,7 @@ class Ranges:
             return _binary(name, *sides)
         if name == "arith.select":
             return _union([self.interval(v) for v in op.operands[1:3]])
-        if name in ("scf.for", "scf.if", "scf.while", "tt.call"):
+        if name in STRUCTURED:
             return _union([self.interval(v) for v in self.flow.sources(value)])
         return None
 

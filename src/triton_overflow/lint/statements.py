@@ -1,0 +1,56 @@
+"""Module-level statements of a kernel file, for the loader: running one in a namespace, the
+statements inside a compound one, and whether an expression can be evaluated without running
+any of the file's own code."""
+
+import ast
+
+from triton_overflow.lint import standins
+
+
+def inner_statements(statement):
+    """The statements inside a module-level ``if`` / ``try`` / ``with``, in order, or None."""
+    if isinstance(statement, ast.If):
+        return statement.body + statement.orelse
+    if isinstance(statement, ast.Try) or type(statement).__name__ == "TryStar":
+        inner = list(statement.body)
+        for handler in statement.handlers:
+            inner += handler.body
+        return inner + statement.orelse + statement.finalbody
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        return statement.body
+    return None
+
+
+def run(statement, file, namespace):
+    exec(compile(ast.Module(body=[statement], type_ignores=[]), str(file), "exec"), namespace)
+
+
+def error_line(error):
+    """What a statement that failed raised, in one line."""
+    return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+
+
+def is_safe_expression(node, lambdas=False):
+    """A literal, a container of them, or ``tl.constexpr(...)`` / ``triton.Config(...)`` of
+    them (and, with ``lambdas``, lambdas, which run nothing until called): what can be
+    evaluated without running the file's own code."""
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
+    if lambdas and isinstance(node, ast.Lambda):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(is_safe_expression(e, lambdas) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and is_safe_expression(k, lambdas) and
+                   is_safe_expression(v, lambdas) for k, v in zip(node.keys, node.values))
+    if isinstance(node, ast.Call):
+        name = standins._dotted(node.func) or ""
+        return name.split(".")[-1] in ("constexpr", "Config") and \
+            all(is_safe_expression(a, lambdas) for a in node.args) and \
+            all(k.arg and is_safe_expression(k.value, lambdas) for k in node.keywords)
+    if isinstance(node, ast.Attribute):
+        return (standins._dotted(node) or "").split(".")[0] in ("tl", "triton", "language")
+    return False
