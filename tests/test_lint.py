@@ -222,6 +222,24 @@ def test_a_combine_function_is_a_helper_not_a_kernel(tmp_path):
     assert "_pick_larger" not in done.stdout, done.stdout
 
 
+def test_a_helper_module_holds_no_kernels(tmp_path):
+    """A jit function that a kernel of another module imports and calls is a helper there,
+    checked inside that kernel: a family's helper module is not a kernel module."""
+    package = tmp_path / "family"
+    package.mkdir()
+    _write(package, "__init__.py", "")
+    _write(package, "_helpers.py", "import triton\nimport triton.language as tl\n\n\n"
+           "@triton.jit\ndef _clip(x):\n    return tl.minimum(tl.maximum(x, -1.0), 1.0)\n")
+    _write(package, "clip.py", "import triton\nimport triton.language as tl\n\n"
+           "from family._helpers import _clip\n\n\n@triton.jit\n"
+           "def clip_kernel(x_ptr, stride):\n    row = tl.program_id(0).to(tl.int64)\n"
+           "    offs = row * stride + tl.arange(0, 16)\n"
+           "    tl.store(x_ptr + offs, _clip(tl.load(x_ptr + offs)))\n")
+    done = run_lint("family", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 kernels checked" in done.stdout and "_clip" not in done.stdout, done.stdout
+
+
 def test_a_syntax_error_is_one_line_and_the_rest_is_checked(tmp_path):
     _write(tmp_path, "broken.py", "import triton\n@triton.jit\ndef k(:\n")
     _write(tmp_path, "ok.py", SAFE_KERNEL)

@@ -5,6 +5,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+import kernels._topk_topp_cutoffs as cutoffs
 import kernels.topk_topp as kernel_module
 import reference.topk_topp as reference
 from kernels.topk_topp import LOGITS_DTYPES, SCRATCH, apply_top_k_top_p
@@ -127,10 +128,10 @@ def test_flat_rows_settle_from_the_guessed_window(device, monkeypatch):
                     "Python calls")
     passes = {}
     for name in ("_window_histogram", "_top_p_cutoff_streamed"):
-        def counted(*args, _helper=getattr(kernel_module, name), _name=name, **kwargs):
+        def counted(*args, _helper=getattr(cutoffs, name), _name=name, **kwargs):
             passes[_name] = passes.get(_name, 0) + 1
             return _helper.fn(*args, **kwargs)
-        monkeypatch.setattr(kernel_module, name, counted)
+        monkeypatch.setattr(cutoffs, name, counted)
     generator = torch.Generator().manual_seed(0)
     vocab = 32768
     normal = torch.randn(1, vocab, generator=generator)

@@ -1,6 +1,7 @@
 """Find every kernel under the paths a user names: files, folders, importable modules.
 
-A kernel is a ``@triton.jit`` function that no other jit function of its module calls, found
+A kernel is a ``@triton.jit`` function that no other jit function calls, of its module or of
+another module found under the same paths (a family's helper module holds no kernels), found
 behind any stack of ``@triton.autotune`` / ``@triton.heuristics`` (or any wrapper whose ``.fn``
 leads to it). Folders are searched recursively, files starting with ``_`` included; files that
 never mention ``triton`` are passed over without being imported.
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triton_overflow.compat import jit_function_of
-from triton_overflow.lint import loader, standins
+from triton_overflow.lint import jit_functions, loader, standins
 
 _SKIPPED_FOLDERS = {"__pycache__", ".git", ".venv", "venv", "node_modules", ".tox", ".eggs",
                     "build", "dist"}
@@ -81,7 +82,35 @@ def find(paths, execute=True):
                 continue
             found.files.append(file)
             _find_in_file(file, found, execute)
+    called = _called_from_other_modules(found.kernels)
+    found.kernels = [k for k in found.kernels if id(k.jit) not in called]
     return found
+
+
+def _called_from_other_modules(kernels):
+    """ids of the kernels' jit functions that a jit function of another module names: helpers
+    that module imported."""
+    called = set()
+    for module in {id(k.module): k.module for k in kernels}.values():
+        namespace = vars(module)
+        files = {_file_of(k.jit) for k in kernels if k.module is module}
+        own = [jit for jit in map(jit_function_of, list(namespace.values()))
+               if jit is not None and _file_of(jit) in files]
+        for jit in own:
+            try:
+                tree = ast.parse(_dedent(jit.src))
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    named = jit_function_of(namespace.get(node.id))
+                    if named is not None and _file_of(named) != _file_of(jit):
+                        called.add(id(named))
+    return called
+
+
+def _file_of(jit):
+    return jit.fn.__code__.co_filename
 
 
 def _files(spec):
@@ -118,7 +147,7 @@ def _find_in_file(file, found, execute):
         found.problems.append(Problem(f"{file}:{error.lineno or 0}",
                                       f"SyntaxError: {error.msg}"))
         return
-    declared = loader.declared_jit_functions(tree)
+    declared = jit_functions.declared_jit_functions(tree)
     if not declared:
         return
     module, note = loader.load(file, tree, execute=execute)
@@ -131,7 +160,7 @@ def _find_in_file(file, found, execute):
     found.kernels += kernels
     reached = [(k.name, k.first_line) for k in kernels] + list(helpers)
     for function in declared:
-        if not any(loader.defines(function, name, line) for name, line in reached):
+        if not any(jit_functions.defines(function, name, line) for name, line in reached):
             found.problems.append(Problem(f"{file}:{function.lineno}", "it could not be defined "
                                           "(see the note on this file)", kernel=function.name))
 
