@@ -16,42 +16,46 @@ EPILOG = ("levels: error (can pass 2**31 at a realistic shape), warning and note
           "checked")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="triton-overflow", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
+# The lint command's options: (flags, argparse keywords).
+LINT_OPTIONS = (
+    (("--twins", ), dict(action="store_true",
+                         help="check the int32 twins of the kernels (expected: findings)")),
+    (("--launches", ), dict(metavar="FILE", help="compile each kernel exactly as recorded by "
+                            "`record` and report headroom at those launches (paths, if given, "
+                            "narrow the kernels)")),
+    (("--limits", ), dict(metavar="NAME=VALUE,...", help="a deployment envelope: kernel "
+                          "arguments by name (a pointer argument's value is the largest entry "
+                          "of its table), grid0..grid2 or rows (= grid0) programs; says whether "
+                          "each finding wraps within it")),
+    (("--allow-empty", ), dict(action="store_true", help="exit 0, not 2, when the paths hold no "
+                               "kernel at all (for hooks that pass every changed file)")),
+    (("--fail-on", ), dict(choices=("error", "warning", "note"), default="error",
+                           help="the least level that makes the exit code 1 (default: error)")),
+    (("--baseline", ), dict(metavar="FILE", help="fail only on findings not in FILE (written by "
+                            "--write-baseline); matched by file, kernel and product, not by "
+                            "line")),
+    (("--write-baseline", ), dict(metavar="FILE", help="record today's findings in FILE and "
+                                  "exit 0 (unless nothing could be checked)")),
+    (("--no-exec", ), dict(action="store_true", help="run nothing of the files but what Triton "
+                           "needs to build the kernels (Triton's imports, literal constants, "
+                           "the jit functions); every other name is a stand-in: for code you "
+                           "do not trust")),
+    (("--format", ), dict(choices=("text", "json", "sarif"), default="text")),
+    (("--output", ), dict(metavar="FILE", help="write the report here, not to stdout")),
+)
 
+
+def parser():
+    """The argument parser of every command."""
+    top = argparse.ArgumentParser(prog="triton-overflow", description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = top.add_subparsers(dest="command", required=True)
     lint = commands.add_parser(
         "lint", help="static check: i32 multiplies that feed pointer offsets", epilog=EPILOG)
     lint.add_argument("paths", nargs="*",
                       help="kernel files, folders (searched recursively) or dotted modules")
-    lint.add_argument("--twins", action="store_true",
-                      help="check the int32 twins of the kernels (expected: findings)")
-    lint.add_argument("--launches", metavar="FILE",
-                      help="compile each kernel exactly as recorded by `record` and report "
-                      "headroom at those launches (paths, if given, narrow the kernels)")
-    lint.add_argument("--limits", metavar="NAME=VALUE,...",
-                      help="a deployment envelope: kernel arguments by name (a pointer "
-                      "argument's value is the largest entry of its table), grid0..grid2 or "
-                      "rows (= grid0) programs; says whether each finding wraps within it")
-    lint.add_argument("--allow-empty", action="store_true",
-                      help="exit 0, not 2, when the paths hold no kernel at all (for hooks that "
-                      "pass every changed file)")
-    lint.add_argument("--fail-on", choices=("error", "warning", "note"), default="error",
-                      help="the least level that makes the exit code 1 (default: error)")
-    lint.add_argument("--baseline", metavar="FILE",
-                      help="fail only on findings not in FILE (written by --write-baseline); "
-                      "matched by file, kernel and product, not by line")
-    lint.add_argument("--write-baseline", metavar="FILE",
-                      help="record today's findings in FILE and exit 0 (unless nothing could "
-                      "be checked)")
-    lint.add_argument("--no-exec", action="store_true",
-                      help="run nothing of the files but what Triton needs to build the "
-                      "kernels (Triton's imports, literal constants, the jit functions); every "
-                      "other name is a stand-in: for code you do not trust")
-    lint.add_argument("--format", choices=("text", "json", "sarif"), default="text")
-    lint.add_argument("--output", metavar="FILE", help="write the report here, not to stdout")
-
+    for flags, options in LINT_OPTIONS:
+        lint.add_argument(*flags, **options)
     record = commands.add_parser(
         "record", help="run a command and record every Triton kernel launch it makes")
     record.add_argument("-o", "--output", required=True, metavar="FILE",
@@ -61,7 +65,6 @@ def main(argv=None):
                         "device synchronisation per launch)")
     record.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND",
                         help="the command to run, after --")
-
     validate = commands.add_parser(
         "validate", help="run the tests this machine can run; print the kernel x detector "
         "table; write Markdown and JUnit XML")
@@ -70,8 +73,12 @@ def main(argv=None):
                           help="hypothesis profile (dev, ci, nightly), passed as "
                           "--hypothesis-profile")
     validate.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
+    return top
 
-    args = parser.parse_args(argv)
+
+def main(argv=None):
+    arguments = parser()
+    args = arguments.parse_args(argv)
     if args.command == "lint":
         return _lint(args)
     if args.command == "record":
@@ -80,7 +87,7 @@ def main(argv=None):
         if command and command[0] == "--":
             command = command[1:]
         if not command:
-            parser.error("record needs a command to run, after --")
+            arguments.error("record needs a command to run, after --")
         return record_main(args.output, command, table_ranges=not args.no_table_ranges)
     from triton_overflow.validate import main as validate_main
     return validate_main(args.out, args.profile, args.pytest_args)
