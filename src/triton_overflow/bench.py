@@ -9,8 +9,12 @@ falls on all alike.
 """
 
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 HOST_COVER_CYCLES = 4_000_000  # ~2 ms at 1.98 GHz: longer than any launcher takes to queue
 
@@ -19,16 +23,17 @@ HOST_COVER_CYCLES = 4_000_000  # ~2 ms at 1.98 GHz: longer than any launcher tak
 class Benchmark:
     """One row of the benchmark: ``run(**launcher_options)`` calls our launcher."""
 
-    run: Callable
-    baseline: Callable | None = None  # the PyTorch formulation a user would write
-    restore: Callable | None = None  # puts in-place inputs back
+    run: Callable[..., object]
+    baseline: Callable[[], object] | None = None  # the PyTorch formulation a user would write
+    restore: Callable[[], object] | None = None  # puts in-place inputs back
     bytes_moved: int = 0
-    target_us: tuple = ()  # per batch size of the benchmark, if there is a target
-    published_us: tuple = ()  # per batch size: a figure measured for another engine's kernel
-    no_slower_than: tuple = ()  # names of rows at the same batch size it must not trail
+    target_us: tuple[float, ...] = ()  # per batch size of the benchmark, if there is a target
+    published_us: tuple[float, ...] = ()  # per batch size: another engine's kernel, measured
+    no_slower_than: tuple[str, ...] = ()  # names of rows at the same batch size it must not trail
 
 
-def _time_once(run, restore, flush, hide_host):
+def _time_once(run: Callable[[], object], restore: Callable[[], object] | None,
+               flush: "torch.Tensor", hide_host: bool) -> float:
     import torch
     if restore is not None:
         restore()
@@ -40,14 +45,16 @@ def _time_once(run, restore, flush, hide_host):
     run()
     end.record()
     torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1000
+    milliseconds: float = start.elapsed_time(end)
+    return milliseconds * 1000
 
 
-def median_us(runs, restore=None, reps=50, warmup=5, hide_host=True):
+def median_us(runs: Sequence[Callable[[], object]], restore: Callable[[], object] | None = None,
+              reps: int = 50, warmup: int = 5, hide_host: bool = True) -> list[float]:
     """Median µs of each callable in ``runs``, timed in alternating order rep after rep."""
     import torch
     flush = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda")
-    times = [[] for _ in runs]
+    times: list[list[float]] = [[] for _ in runs]
     for index in range(warmup + reps):
         order = list(range(len(runs)))
         if index % 2:

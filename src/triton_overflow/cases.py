@@ -22,8 +22,10 @@ runs) and the inputs as keyword arguments. A case declares ``expect = SAFE`` (th
 file:line", the run stays green, and it turns red the day the kernel stops overflowing.
 """
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from types import ModuleType
+from typing import Any, ClassVar
 
 import torch
 
@@ -44,35 +46,35 @@ class HugeRun:
     run_poison_slots: bool = True
 
     @property
-    def rows(self):
+    def rows(self) -> int:
         """Rows of the huge tensor (logits rows, or request slots of a table)."""
         return self.layout.rows
 
     @property
-    def width(self):
+    def width(self) -> int:
         return self.layout.vocab
 
     @property
-    def row_stride(self):
+    def row_stride(self) -> int:
         return self.layout.row_stride
 
     @property
-    def check_rows(self):
+    def check_rows(self) -> tuple[int, ...]:
         """Rows whose offsets cross the boundary; planted as copies of row 0."""
         return self.layout.check_rows
 
     @property
-    def poison_rows(self):
+    def poison_rows(self) -> tuple[int, ...]:
         """Rows a wrap from a checked row lands on; planted with other data."""
         return self.layout.poison_rows
 
     @property
-    def planted_rows(self):
+    def planted_rows(self) -> tuple[int, ...]:
         """Row 0, the poison rows and the checked rows: every row the case plants."""
         return (0, ) + self.layout.poison_rows + self.layout.check_rows
 
     @property
-    def slots(self):
+    def slots(self) -> tuple[int, ...]:
         """For a table case: the table rows the launch reads, one launch row each."""
         poison = self.layout.poison_rows if self.run_poison_slots else ()
         return (0, ) + poison + self.layout.check_rows
@@ -100,38 +102,43 @@ class Case:
     run_poison_slots: ClassVar[bool] = True
     interpreted_gpu: ClassVar[str] = "H100"
     autotune_configs: ClassVar[str] = "first"
-    limits: ClassVar[dict] = {}
+    limits: ClassVar[dict[str, int]] = {}
 
-    def random_row(self, generator, width):
+    def random_row(self, generator: torch.Generator, width: int) -> torch.Tensor:
         """Planted data for one row: normal floats, or small ints for an int table."""
         if self.dtype.is_floating_point:
             return torch.randn(width, generator=generator, device=generator.device)
         return torch.randint(0, 2, (width, ), generator=generator, dtype=self.dtype,
                              device=generator.device)
 
-    def programs(self, run):
+    def programs(self, run: HugeRun) -> list[int] | dict[str, list[int]]:
         """Axis-0 program ids that touch the planted rows (the interpreter runs only these):
         a list for every kernel, or a dict from kernel name to list."""
         return list(run.planted_rows)
 
-    def extra_bytes(self, run):
+    def extra_bytes(self, run: HugeRun) -> int:
         """Device memory the side inputs take, beyond the huge tensor."""
         return run.rows * 64
 
-    def prepare(self, huge, run):
+    def prepare(self, huge: torch.Tensor, run: HugeRun) -> dict[str, Any]:
         """The launch's inputs, as a dict of keyword arguments for ``launch`` and ``check``."""
         return {}
 
-    def launch(self, kernels, huge, run, **inputs):
+    # The inputs come as keyword arguments, which an override may name (``*, temperature``):
+    # ``*args: Any, **inputs: Any`` is how a type checker is told that any are accepted.
+    def launch(self, kernels: ModuleType, huge: torch.Tensor, run: HugeRun, /,
+               *args: Any, **inputs: Any) -> Any:
         """Call the launcher of ``kernels`` (the module, or its int32 twin); return the output."""
         raise NotImplementedError
 
-    def check(self, produced, huge, run, planted, **inputs):
+    def check(self, produced: Any, huge: torch.Tensor, run: HugeRun,
+              planted: dict[int, torch.Tensor], /, *args: Any, **inputs: Any) -> None:
         """Raise (``RowMismatch``, ``AssertionError``) on any wrong row. ``planted`` maps each
         planted row to a CPU copy of what was planted there."""
         raise NotImplementedError
 
-    def compare(self, actual, expected, what, row=None):
+    def compare(self, actual: torch.Tensor, expected: torch.Tensor, what: str,
+                row: int | None = None) -> None:
         """Equal for ids and masks; close within the tolerance of ``tolerance_dtype`` (the
         case's dtype when it is a float) for floats."""
         stride = self.row_stride or self.width
@@ -140,7 +147,7 @@ class Case:
         else:
             assert_rows_equal(actual, expected, what, row, stride)
 
-    def tolerance_dtype(self):
+    def tolerance_dtype(self) -> torch.dtype:
         """The precision outputs are compared in: the case's float dtype, else fp32."""
         return self.dtype if self.dtype.is_floating_point else torch.float32
 
@@ -152,24 +159,27 @@ class RowsCase(Case):
     checked row exactly equal to row 0 (a copy of it).
     """
 
-    def inputs(self, run):
+    def inputs(self, run: HugeRun) -> dict[str, Any]:
         """Side inputs for ``run.rows`` logits rows, on ``run.device``. The checked rows are
         copies of row 0 and must give row 0's output, so a per-row input (a seed, a position,
         a token) must hold row 0's value at ``run.check_rows``."""
         return {}
 
-    def prepare(self, logits, run):
+    def prepare(self, logits: torch.Tensor, run: HugeRun) -> dict[str, Any]:
         return self.inputs(run)
 
-    def expected_row(self, values, row, **inputs):
+    def expected_row(self, values: torch.Tensor, row: int, /, *args: Any,
+                     **inputs: Any) -> torch.Tensor:
         """The expected output row for logits row ``row`` holding ``values`` (a CPU tensor)."""
         raise NotImplementedError
 
-    def check_row(self, actual, values, row, what, **inputs):
+    def check_row(self, actual: torch.Tensor, values: torch.Tensor, row: int, what: str, /,
+                  *args: Any, **inputs: Any) -> None:
         """Raise when ``actual`` is not the right output for logits ``values`` at ``row``."""
         self.compare(actual, self.expected_row(values, row, **inputs), what, row)
 
-    def check(self, produced, logits, run, planted, **inputs):
+    def check(self, produced: Any, logits: torch.Tensor, run: HugeRun,
+              planted: dict[int, torch.Tensor], /, *args: Any, **inputs: Any) -> None:
         for row in run.planted_rows:
             self.check_row(produced[row], planted[row], row,
                            f"row {row} against the reference on its own input", **inputs)
@@ -188,32 +198,35 @@ class SlotTableCase(Case):
     dtype: ClassVar[torch.dtype] = torch.int32
     # Planted table entries are ints drawn from [low, high); poison rows hold them plus one, so
     # a table of token ids wants high = vocab - 1.
-    id_range: ClassVar[tuple] = (0, 2)
+    id_range: ClassVar[tuple[int, int]] = (0, 2)
 
-    def random_row(self, generator, width):
+    def random_row(self, generator: torch.Generator, width: int) -> torch.Tensor:
         if self.dtype.is_floating_point:
             return super().random_row(generator, width)
         return torch.randint(*self.id_range, (width, ), generator=generator, dtype=self.dtype,
                              device=generator.device)
 
-    def programs(self, run):
+    def programs(self, run: HugeRun) -> list[int] | dict[str, list[int]]:
         return list(range(len(run.slots)))
 
-    def inputs(self, table, run):
+    def inputs(self, table: torch.Tensor, run: HugeRun) -> dict[str, Any]:
         """Side inputs: one launch row per entry of ``run.slots``."""
         return {}
 
-    def prepare(self, table, run):
+    def prepare(self, table: torch.Tensor, run: HugeRun) -> dict[str, Any]:
         return self.inputs(table, run)
 
-    def expected_row(self, table_row, slot, **inputs):
+    def expected_row(self, table_row: torch.Tensor, slot: int, /,
+                     *args: Any, **inputs: Any) -> torch.Tensor:
         """The expected output of the launch row that reads ``table_row`` (a CPU tensor)."""
         raise NotImplementedError
 
-    def check_row(self, actual, table_row, slot, what, **inputs):
+    def check_row(self, actual: torch.Tensor, table_row: torch.Tensor, slot: int, what: str,
+                  /, *args: Any, **inputs: Any) -> None:
         self.compare(actual, self.expected_row(table_row, slot, **inputs), what, slot)
 
-    def check(self, produced, table, run, planted, **inputs):
+    def check(self, produced: Any, table: torch.Tensor, run: HugeRun,
+              planted: dict[int, torch.Tensor], /, *args: Any, **inputs: Any) -> None:
         for index, slot in enumerate(run.slots):
             self.check_row(produced[index], planted[slot], slot,
                            f"launch row {index}, which reads table row {slot}", **inputs)
@@ -225,17 +238,17 @@ class CompileSpec:
     defaults (pointers ``*fp32``, ints ``i32``), constexpr values, and the warp count."""
 
     kernel: str  # "package.module:kernel_name"
-    types: dict = field(default_factory=dict)
-    constants: dict = field(default_factory=dict)
+    types: Mapping[str, str] = field(default_factory=dict)
+    constants: Mapping[str, object] = field(default_factory=dict)
     num_warps: int = 4
     label: str = ""
 
     @property
-    def id(self):
+    def id(self) -> str:
         return self.label or self.kernel.rpartition(":")[2]
 
 
-def case_reference(case):
+def case_reference(case: Case) -> str:
     """``module:attribute`` by which a child process finds ``case``."""
     module = type(case).__module__
     import sys
@@ -256,17 +269,17 @@ def case_reference(case):
                      f"child processes can import it")
 
 
-def resolve_case(reference):
+def resolve_case(reference: str) -> Case:
     """The case object named by ``case_reference``."""
     import importlib
     module_name, _, attribute = reference.partition(":")
     module = importlib.import_module(module_name)
-    if attribute.endswith("()"):
-        return getattr(module, attribute[:-2])()
-    return getattr(module, attribute)
+    found = getattr(module, attribute.removesuffix("()"))
+    case: Case = found() if attribute.endswith("()") else found
+    return case
 
 
-def _importable(module):
+def _importable(module: str) -> bool:
     import importlib.util
     try:
         return importlib.util.find_spec(module) is not None
@@ -274,10 +287,11 @@ def _importable(module):
         return False
 
 
-_expectation_rules = []  # (case name glob, SAFE or OVERFLOWS), from the run's options
+# (case name glob, SAFE or OVERFLOWS), from the run's options
+_expectation_rules: list[tuple[str, str]] = []
 
 
-def set_expectations(rules):
+def set_expectations(rules: Iterable[str]) -> None:
     """Override cases' ``expect`` for this run: ``["GLOB=overflows", "GLOB=safe", ...]`` (the
     first glob that matches a case's name wins). Raises ``ValueError`` on a malformed rule."""
     parsed = []
@@ -291,7 +305,7 @@ def set_expectations(rules):
     _expectation_rules[:] = parsed
 
 
-def expectation(case):
+def expectation(case: Case) -> str:
     """``SAFE`` or ``OVERFLOWS``: the run's rule for the case's name, else its ``expect``."""
     from fnmatch import fnmatchcase
     for glob, value in _expectation_rules:
@@ -300,18 +314,20 @@ def expectation(case):
     return case.expect
 
 
-def validate_case(case):
+def validate_case(case: object) -> None:
     """Raise ``TypeError`` naming what a case object lacks."""
     problems = []
     for attribute in ("name", "module"):
         if not isinstance(getattr(case, attribute, None), str):
             problems.append(f"a str `{attribute}`")
-    if getattr(case, "expect", SAFE) not in (SAFE, OVERFLOWS):
-        problems.append(f"`expect` SAFE or OVERFLOWS (got {case.expect!r})")
+    expect = getattr(case, "expect", SAFE)
+    if expect not in (SAFE, OVERFLOWS):
+        problems.append(f"`expect` SAFE or OVERFLOWS (got {expect!r})")
     if not isinstance(case, Case):
         problems.append("to subclass triton_overflow.Case (or RowsCase / SlotTableCase)")
-    if isinstance(getattr(case, "module", None), str) and not _importable(case.module):
-        problems.append(f"a `module` that can be imported (no module {case.module!r} on this "
+    module = getattr(case, "module", None)
+    if isinstance(module, str) and not _importable(module):
+        problems.append(f"a `module` that can be imported (no module {module!r} on this "
                         "run's import path: the dotted name of the module whose launcher "
                         "`launch` calls)")
     if problems:

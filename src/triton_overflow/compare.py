@@ -2,7 +2,7 @@
 
 import torch
 
-TOLERANCES = {
+TOLERANCES: dict[torch.dtype, dict[str, float]] = {
     torch.float32: dict(rtol=1e-5, atol=1e-5),
     torch.float16: dict(rtol=1e-3, atol=1e-3),
     torch.bfloat16: dict(rtol=1e-2, atol=1e-2),
@@ -14,7 +14,7 @@ class RowMismatch(AssertionError):
     pass
 
 
-def row_position(row, row_stride):
+def row_position(row: int | None, row_stride: int | None) -> str:
     """Where ``row`` starts relative to 2**31 (or 2**32 past it), e.g. '2**31 + 8257536'."""
     if row is None or row_stride is None:
         return ""
@@ -27,7 +27,8 @@ def row_position(row, row_stride):
     return f" (row {row} starts at element {name} {sign} {abs(delta)})"
 
 
-def assert_rows_equal(actual, expected, what, row=None, row_stride=None):
+def assert_rows_equal(actual: torch.Tensor, expected: torch.Tensor, what: str,
+                      row: int | None = None, row_stride: int | None = None) -> None:
     """Exact equality, for ids, masks, and outputs that must match bit for bit."""
     actual, expected = actual.cpu(), expected.cpu()
     if actual.shape != expected.shape:
@@ -37,7 +38,9 @@ def assert_rows_equal(actual, expected, what, row=None, row_stride=None):
         raise RowMismatch(_describe(what, ~same, actual, expected, row, row_stride))
 
 
-def assert_rows_close(actual, expected, what, dtype=None, row=None, row_stride=None):
+def assert_rows_close(actual: torch.Tensor, expected: torch.Tensor, what: str,
+                      dtype: torch.dtype | None = None, row: int | None = None,
+                      row_stride: int | None = None) -> None:
     """Closeness with tolerances for ``dtype`` (the input's precision); NaN only matches NaN."""
     tolerance = TOLERANCES[dtype or expected.dtype]
     actual, expected = actual.cpu().double(), expected.cpu().double()
@@ -48,11 +51,12 @@ def assert_rows_close(actual, expected, what, dtype=None, row=None, row_stride=N
         raise RowMismatch(_describe(what, ~close, actual, expected, row, row_stride))
 
 
-def _isnan(tensor):
+def _isnan(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.isnan() if tensor.is_floating_point() else torch.zeros_like(tensor, dtype=torch.bool)
 
 
-def _describe(what, bad, actual, expected, row, row_stride):
+def _describe(what: str, bad: torch.Tensor, actual: torch.Tensor, expected: torch.Tensor,
+              row: int | None, row_stride: int | None) -> str:
     where = bad.nonzero().tolist()
     first = where[:4]
     shown = ", ".join(f"{tuple(i)}: {actual[tuple(i)].item()} != {expected[tuple(i)].item()}"
