@@ -6,7 +6,9 @@ twins.
 
 The rows come from the families: each ``tests/cases/<family>.py`` declares
 ``benchmarks(batch, kernels, data)``, returning ``triton_overflow.bench.Benchmark`` rows for its
-launchers (``kernels`` is the family's module or its int32 twin). Timing method: see
+launchers (``kernels`` is the family's module or its int32 twin), and may declare
+``benchmark_inputs(data)``: the tensors its rows and their twins' share, by name, which ``data``
+(``Inputs``) then carries as attributes. Timing method: see
 ``triton_overflow.bench``. "µs" is device time, the host's queueing hidden. V = 151936; B is the
 number of logits rows. "GB/s" counts the bytes a row must move at least (read the logits once,
 write what it writes), so "% copy" compares it with a device-to-device copy timed in the same
@@ -43,19 +45,25 @@ SHARE_BYTES = 12 * 2**30
 
 
 class Inputs:
-    """Logits and the tensors every family's rows share, at one batch size."""
+    """Logits and the tensors every family's rows share, at one batch size, and those each of
+    ``families`` adds with its ``benchmark_inputs``."""
 
-    def __init__(self, batch):
+    def __init__(self, batch, families, device="cuda"):
         self.batch = batch
         self.vocab = VOCAB
-        self.generator = torch.Generator("cuda").manual_seed(batch)
+        self.device = device
+        self.generator = torch.Generator(device).manual_seed(batch)
         self._variants = {}
         self.logits, self.pristine, self.restore = self.variant("flat", torch.float32)
         self.size = batch * VOCAB * 4
-        self.k = torch.full((batch, ), 50, dtype=torch.int32, device="cuda")
-        self.p = torch.full((batch, ), 0.9, device="cuda")
-        self.ids = torch.randint(0, VOCAB, (batch, 6), device="cuda", generator=self.generator)
-        self.mapping = torch.arange(batch, dtype=torch.int32, device="cuda")
+        self.mapping = torch.arange(batch, dtype=torch.int32, device=device)
+        for family in families:
+            declared = family.benchmark_inputs(self) if hasattr(family, "benchmark_inputs") else {}
+            for name, tensor in declared.items():
+                if hasattr(self, name):
+                    raise ValueError(f"{family.__name__}.benchmark_inputs: the name {name!r} is "
+                                     "taken")
+                setattr(self, name, tensor)
 
     def variant(self, distribution, dtype):
         """(working copy, pristine logits, restore) for "flat" (randn) or "peaked" (randn x 4)
@@ -63,7 +71,7 @@ class Inputs:
         key = (distribution, dtype)
         if key not in self._variants:
             if distribution == "flat" and dtype == torch.float32:
-                pristine = torch.randn(self.batch, VOCAB, device="cuda",
+                pristine = torch.randn(self.batch, VOCAB, device=self.device,
                                        generator=self.generator)
             else:
                 base = self.variant("flat", torch.float32)[1]
@@ -73,17 +81,18 @@ class Inputs:
         return self._variants[key]
 
 
-def rows(batch, twins):
-    """name -> (ours, twin) Benchmark pairs over every family that declares benchmarks."""
-    data = Inputs(batch)
+def rows(batch, twins, device="cuda"):
+    """name -> (ours, twin) Benchmark pairs over every family that declares benchmarks, their
+    inputs on ``device`` (the CPU serves to gather the rows of a family whose benchmarks build
+    their tensors on ``data.device``)."""
+    declaring = [family for family in families().values() if hasattr(family, "benchmarks")]
+    data = Inputs(batch, declaring, device)
     found = {}
-    for family in families().values():
-        declare = getattr(family, "benchmarks", None)
-        if declare is None:
-            continue
+    for family in declaring:
         module = importlib.import_module(family.CASES[0].module)
-        ours = declare(batch, module, data)
-        theirs = declare(batch, twins.setdefault(module.__name__, load_twin(module)), data)
+        ours = family.benchmarks(batch, module, data)
+        theirs = family.benchmarks(batch, twins.setdefault(module.__name__, load_twin(module)),
+                                   data)
         for name, row in ours.items():
             found[name] = (row, theirs[name])
     return found

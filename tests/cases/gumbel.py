@@ -4,6 +4,7 @@ output into a huge ``[max_num_reqs, K, V]`` table at a high request slot."""
 import torch
 
 import reference.gumbel as reference
+from tests.cases import Streaming
 from triton_overflow.bench import Benchmark
 from triton_overflow import Case, CompileSpec, RowsCase, assert_rows_close, assert_rows_equal
 
@@ -111,15 +112,17 @@ CASES = [TEMPERATURE_CASE, GUMBEL_SAMPLE, GUMBEL_SIDE_OUTPUT]
 _SAMPLE_TYPES = {"tokens_ptr": I64, "finished_ptr": I32, "block_id_ptr": I64,
                  "block_value_ptr": "*fp32", "temperature_ptr": "*fp32", "idx_mapping_ptr": I32,
                  "seed_ptr": I64, "pos_ptr": I64, "processed_col_ptr": I32}
+TEMPERATURE_SPEC = CompileSpec("kernels.gumbel:_temperature_kernel", {"idx_mapping_ptr": I32},
+                               num_warps=8, label="temperature")
 COMPILE_SPECS = [
-    CompileSpec("kernels.gumbel:_temperature_kernel", {"idx_mapping_ptr": I32}, num_warps=8,
-                label="temperature"),
+    TEMPERATURE_SPEC,
     CompileSpec("kernels.gumbel:_gumbel_sample_kernel", _SAMPLE_TYPES, label="gumbel fp32"),
     CompileSpec("kernels.gumbel:_gumbel_sample_kernel",
                 {**_SAMPLE_TYPES, "block_value_ptr": "*fp64"},
                 {"USE_FP64": True, "PER_ROW_COL": True, "BLOCK": 1024, "PADDED_BLOCKS": 256},
                 label="gumbel fp64 per-row col"),
 ]
+STREAMING = [Streaming(TEMPERATURE_SPEC, ("logits_stride", "vocab_size"))]
 
 
 def benchmarks(batch, kernels, data):

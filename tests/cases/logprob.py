@@ -59,6 +59,12 @@ COMPILE_SPECS = [
 ]
 
 
+def benchmark_inputs(data):
+    """Tensors the benchmark rows and their twins' share: six token ids a row."""
+    return {"ids": torch.randint(0, data.vocab, (data.batch, 6), device=data.device,
+                                 generator=data.generator)}
+
+
 def benchmarks(batch, kernels, data):
     """Benchmark rows at ``batch`` rows for ``kernels`` (the module or its twin)."""
     pristine, ids = data.pristine, data.ids

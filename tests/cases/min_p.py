@@ -3,6 +3,7 @@
 import torch
 
 import reference.min_p as reference
+from tests.cases import Streaming
 from triton_overflow.bench import Benchmark
 from triton_overflow import CompileSpec, RowsCase
 
@@ -34,6 +35,9 @@ COMPILE_SPECS = [
     CompileSpec("kernels.min_p:_min_p_kernel", {"idx_mapping_ptr": I32}, num_warps=8,
                 label="min_p mask"),
 ]
+# Both read the whole logits. A store mask that depended on the values once split the mask's
+# stores into 32 scalar stores per thread.
+STREAMING = [Streaming(spec, ("logits_stride", "vocab_size")) for spec in COMPILE_SPECS]
 
 
 def benchmarks(batch, kernels, data):

@@ -5,6 +5,7 @@ at a high slot; a huge token history counted at a high slot."""
 import torch
 
 import reference.penalties as reference
+from tests.cases import Streaming
 from triton_overflow.bench import Benchmark
 from triton_overflow import Case, CompileSpec, RowsCase, SlotTableCase, assert_rows_equal
 
@@ -180,16 +181,21 @@ PENALTY_COUNTS = PenaltyCountsCase()
 PENALTY_PROMPT_MASK = PenaltyPromptMaskCase()
 BINCOUNT_HISTORY = BincountHistoryCase()
 CASES = [PENALTIES_CASE, PENALTY_COUNTS, PENALTY_PROMPT_MASK, BINCOUNT_HISTORY]
+PENALTIES_SPEC = CompileSpec(
+    "kernels.penalties:_penalties_kernel",
+    {k: "*i32" for k in ("idx_mapping_ptr", "token_ids_ptr", "local_pos_ptr",
+                         "prompt_bin_mask_ptr", "output_bin_counts_ptr")},
+    num_warps=8, label="penalties")
 COMPILE_SPECS = [
     CompileSpec("kernels.penalties:_bincount_kernel",
                 {k: "*i32" for k in ("all_token_ids_ptr", "idx_mapping_ptr", "prompt_len_ptr",
                                      "total_len_ptr", "prompt_bin_mask_ptr",
                                      "output_bin_counts_ptr")}, label="bincount"),
-    CompileSpec("kernels.penalties:_penalties_kernel",
-                {k: "*i32" for k in ("idx_mapping_ptr", "token_ids_ptr", "local_pos_ptr",
-                                     "prompt_bin_mask_ptr", "output_bin_counts_ptr")},
-                num_warps=8, label="penalties"),
+    PENALTIES_SPEC,
 ]
+# A per-entry gather from the prompt bitset once took 38 scalar loads.
+STREAMING = [Streaming(PENALTIES_SPEC, ("logits_stride", "vocab_size", "prompt_bin_mask_stride",
+                                        "output_bin_counts_stride"), scalar_load_limit=8)]
 
 
 def benchmarks(batch, kernels, data):
