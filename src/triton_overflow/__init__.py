@@ -9,13 +9,14 @@
 * the pytest plugin (loaded by the ``pytest11`` entry point): markers, options, the report
   header and the kernel x detector report behind ``triton-overflow validate``.
 
-One concern per module: ``mode`` (interpreter or device), ``compat`` (Triton versions),
-``memory``, ``huge`` (geometry), ``cases`` (the case API), ``runner``, ``isolation``,
-``interp`` (interpreter hooks), ``interp_math`` (libdevice math in the interpreter),
-``device_view`` (the GPU a launcher sees in the interpreter), ``twin``, ``compare``, ``tiers``
-(the generated tests), ``case_static`` (the static tier of one case), ``plugin``, ``validate``,
-``gpu_compile``, ``record``, ``lint``, ``philox`` (``tl.rand`` replayed in numpy, for
-references of sampling kernels).
+One concern per module: ``cases`` (the case API), ``tiers`` (the generated tests),
+``widenings`` (the mutant tests), ``case_static`` (the static tier of one case), ``runner`` (one
+huge case, parent and child side), ``memory`` (the huge tensors' backends), ``huge``
+(geometry), ``isolation`` (child processes), ``devices``, ``shared``, ``report``, ``plugin``,
+``mode`` (interpreter or device), ``compat`` (Triton versions), ``interp`` (interpreter hooks),
+``interp_math`` (libdevice math in the interpreter), ``device_view`` (the GPU a launcher sees in
+the interpreter), ``twin``, ``compare``, ``validate``, ``gpu_compile``, ``record``, ``bench``,
+``lint``, ``philox`` (``tl.rand`` replayed in numpy, for references of sampling kernels).
 """
 
 from typing import TYPE_CHECKING
