@@ -147,10 +147,6 @@ def _with_row_stride(flat, layout):
 
 
 GRANULE = 2**21  # the H100 / H200 mapping granularity; the real one is asked for at run time
-# Granules of the shared chunk. One map call covers up to this many of the unplanted chunks:
-# mapping 17 GiB a granule at a time took 8,000 calls, and seconds once ten processes shared a
-# device.
-SHARED_GRANULES = 16
 
 
 class VirtualMemoryError(RuntimeError):
@@ -191,7 +187,7 @@ class AliasedDeviceMemory(MemoryBackend):
     def estimate(layout, dtype, rows):
         """Physical bytes: the chunks under the planted rows, and the shared chunk."""
         chunks = _dedicated_chunks(layout, dtype.itemsize, rows, GRANULE)
-        return (len(chunks) + SHARED_GRANULES) * GRANULE
+        return (len(chunks) + 1) * GRANULE
 
     def shortfall(self, nbytes, case=None):
         if not torch.cuda.is_available():
@@ -239,30 +235,24 @@ class AliasedDeviceMemory(MemoryBackend):
         try:
             reservation = _call("cuMemAddressReserve", guard + span, granule, 0, 0)
             base = int(reservation) + guard
-            shared_size = SHARED_GRANULES * granule
-            self._shared = _call("cuMemCreate", shared_size, prop, 0)
+            self._shared = _call("cuMemCreate", granule, prop, 0)
             handles.append(self._shared)
             for start, count in _runs(dedicated):
                 handle = _call("cuMemCreate", count * granule, prop, 0)
                 handles.append(handle)
                 self._map(base + start * granule, count * granule, handle, mappings)
-            unplanted = set(range(span // granule)) - dedicated
-            for start, count in _runs(unplanted):
-                for first in range(start, start + count, SHARED_GRANULES):
-                    pieces = min(SHARED_GRANULES, start + count - first)
-                    self._map(base + first * granule, pieces * granule, self._shared, mappings)
+            for chunk in range(span // granule):
+                if chunk not in dedicated:
+                    self._map(base + chunk * granule, granule, self._shared, mappings)
             access = driver.CUmemAccessDesc()
             access.location = prop.location
             access.flags = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
             _call("cuMemSetAccess", driver.CUdeviceptr(base), span, [access], 1)
-            self._mapped = len(dedicated) * granule + shared_size
-            # The background view: the start of the longest run of unplanted chunks, over as
-            # much of the shared chunk as any mapping shows.
-            longest = max(_runs(unplanted), key=lambda run: run[1], default=None)
-            self._background = None if longest is None else _tensor(
-                base + longest[0] * granule,
-                (min(longest[1], SHARED_GRANULES) * granule // itemsize, ), (itemsize, ),
-                dtype, self.device)
+            self._mapped = (len(dedicated) + 1) * granule
+            shared_at = next((base + c * granule for c in range(span // granule)
+                              if c not in dedicated), None)
+            self._background = None if shared_at is None else _tensor(
+                shared_at, (granule // itemsize, ), (itemsize, ), dtype, self.device)
             tensor = _tensor(base, layout.shape, (layout.row_stride * itemsize, itemsize), dtype,
                              self.device)
             yield tensor
