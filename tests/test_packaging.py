@@ -28,7 +28,8 @@ def test_the_console_script_runs():
 
 
 def test_the_wheel_holds_only_triton_overflow(tmp_path):
-    """Nothing generic (harness, kernels, reference, tests) lands at the top of site-packages."""
+    """Nothing generic (harness, kernels, reference, tests) lands at the top of site-packages;
+    the package's py.typed marker does, so that type checkers read its annotations."""
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                            "--quiet", "-w", str(tmp_path), str(ROOT)],
                           capture_output=True, text=True, timeout=600)
@@ -37,6 +38,7 @@ def test_the_wheel_holds_only_triton_overflow(tmp_path):
     tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     packages = {top for top in tops if not top.endswith((".dist-info", ".data"))}
     assert packages == {"triton_overflow"}, tops
+    assert "triton_overflow/py.typed" in zipfile.ZipFile(wheel).namelist()
 
 
 def test_the_pre_commit_hook_passes_files_without_kernels(tmp_path):
