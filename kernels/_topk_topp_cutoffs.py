@@ -30,13 +30,13 @@ def _key_value(key):
 @triton.jit
 def _digit_at(key, shift, DIGIT_BITS: tl.constexpr):
     # The DIGIT_BITS-bit digit of key at bit `shift`.
-    return ((key >> shift.to(tl.uint32)) & ((1 << DIGIT_BITS) - 1)).to(tl.int32)
+    return ((key >> tl.cast(shift, tl.uint32)) & ((1 << DIGIT_BITS) - 1)).to(tl.int32)
 
 
 @triton.jit
 def _digit_mask(shift, DIGIT_BITS: tl.constexpr):
     # The bits of the digit at `shift`, as a uint32 mask.
-    return tl.full((), (1 << DIGIT_BITS) - 1, tl.uint32) << shift.to(tl.uint32)
+    return tl.full((), (1 << DIGIT_BITS) - 1, tl.uint32) << tl.cast(shift, tl.uint32)
 
 
 @triton.jit
@@ -131,7 +131,7 @@ def _top_k_cutoff(row_ptr, vocab_size, k, BLOCK: tl.constexpr):
                 match = in_row & ((key & fixed) == prefix)
                 hist += tl.histogram(_digit_at(key, shift, 8), 256, mask=match)
             digit, kept, in_bucket, _ = _pick_digit(hist, above, k)
-            prefix = prefix | (digit.to(tl.uint32) << shift.to(tl.uint32))
+            prefix = prefix | (digit.to(tl.uint32) << tl.cast(shift, tl.uint32))
             fixed = fixed | _digit_mask(shift, 8)
             # Every key of this bucket is kept and none below it: the kept set is exact already.
             exact = (kept == k).to(tl.int32)
@@ -154,7 +154,7 @@ def _mass_step(hist, above, target, prefix, reached, shift):
     # One level of the mass descent: fix the digit at `shift`; a level that cannot reach the
     # target (rounding) clears `reached`.
     digit, kept, in_bucket, found = _pick_digit(hist, above, target)
-    prefix = prefix | (tl.maximum(digit, 0).to(tl.uint32) << shift.to(tl.uint32))
+    prefix = prefix | (tl.maximum(digit, 0).to(tl.uint32) << tl.cast(shift, tl.uint32))
     return prefix, kept - in_bucket, reached & found
 
 
@@ -191,7 +191,7 @@ def _top_k_cutoff_gathered(key, valid, k):
         match = valid & ((key & fixed) == prefix)
         hist = tl.histogram(_digit_at(key, shift, 8), 256, mask=match)
         digit, kept, in_bucket, _ = _pick_digit(hist, above, k)
-        prefix = prefix | (digit.to(tl.uint32) << shift.to(tl.uint32))
+        prefix = prefix | (digit.to(tl.uint32) << tl.cast(shift, tl.uint32))
         fixed = fixed | _digit_mask(shift, 8)
         above = kept - in_bucket
     return prefix, kept
@@ -502,6 +502,7 @@ def _top_p_cutoff_bracketed(row_ptr, scratch_ptr, ids_ptr, counter_ptr, vocab_si
                 total, hist, above, guess_low, guess_width, guess_scale, top, target, p, BLOCK,
                 SCRATCH, BINS, WINDOWS)
         if sorted_count > 0:
+            # Both tries sort TOP_P_SCRATCH lanes (the bins' gather fills at most SCRATCH).
             prefix, reached = _top_p_cutoff_in_scratch(scratch_ptr, ids_ptr, sorted_count, top,
                                                        sorted_above, target, TOP_P_SCRATCH)
             if attempt == 0:

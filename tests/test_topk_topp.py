@@ -10,8 +10,9 @@ import kernels.topk_topp as kernel_module
 import reference.topk_topp as reference
 from kernels.topk_topp import LOGITS_DTYPES, SCRATCH, apply_top_k_top_p
 from tests.strategies import LogitsSpec, build_logits, logits_specs, top_k_values, top_p_values
-from triton_overflow import OverflowTests
+from triton_overflow import OverflowTests, compat
 from tests.cases import topk_topp as family
+from tests.lint_cli import WITHOUT_INTERPRETER, run_python
 from tests.validation import arguments_covered, assert_rejected
 
 KERNEL = "apply_top_k_top_p"
@@ -114,6 +115,32 @@ def _sampled_runs(vocab):
     for run in range(8):
         sampled[run * spacing:run * spacing + 1024] = True
     return sampled
+
+
+_PLAIN_INTERPRETER_RUN = """
+import torch
+from kernels.topk_topp import apply_top_k_top_p
+from reference.topk_topp import assert_valid_mask
+torch.manual_seed(0)
+for k, p, vocab in ((5, None, 600), (None, 0.9, 5000), (50, 0.9, 3000), (700, 0.95, 3000)):
+    logits = torch.randn(2, vocab)
+    before = logits.clone()
+    apply_top_k_top_p(logits, None if k is None else torch.full((2, ), k, dtype=torch.int32),
+                      None if p is None else torch.full((2, ), p))
+    for row in range(2):
+        assert_valid_mask(before[row], logits[row], k=k, p=p, what=f"k={k} p={p}")
+"""
+
+
+@pytest.mark.correctness
+def test_runs_in_tritons_own_interpreter():
+    """In TRITON_INTERPRET=1 without this suite's plugin, whose loop variables are int32
+    scalars: a range loop's variable there is a Python int (the digit loops cast it)."""
+    if compat.interpreter_problem() is not None:
+        pytest.skip(compat.interpreter_problem())
+    done = run_python("-c", _PLAIN_INTERPRETER_RUN, env={**WITHOUT_INTERPRETER,
+                                                          "TRITON_INTERPRET": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.mark.correctness

@@ -147,4 +147,4 @@ def lint_summary(module, twins, widening=None):
             pytest.fail(f"the static check of {module} did not run: {outcome.summary()}\n"
                         f"{outcome.output}")
         return outcome.value
-    return shared.once(["lint_module", arguments], checked)
+    return shared.once(["module_summary", arguments], checked)

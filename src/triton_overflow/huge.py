@@ -63,7 +63,8 @@ class HugeLayout:
 
 
 def huge_layout(wrap, vocab, extra_rows=64, row_stride=None):
-    """The smallest ``[rows, vocab]`` whose last ``extra_rows`` rows wrap as ``wrap`` says ("negative" or "aliased").
+    """The smallest ``[rows, vocab]`` whose last ``extra_rows`` rows wrap as ``wrap`` says
+    ("negative" or "aliased").
 
     Checked rows are the first row past the boundary and the last row, except one whose wrap
     lands exactly on the start of row 0, where a wrong read would look right (a wrap into

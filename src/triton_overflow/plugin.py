@@ -168,6 +168,9 @@ def pytest_collection_modifyitems(config, items):
     keep, dropped = [], []
     for item in items:
         backend = item.get_closest_marker("memory_backend")
+        if backend and backend.args[0] not in BACKENDS:
+            raise pytest.UsageError(f"{item.nodeid}: memory_backend({backend.args[0]!r}) names "
+                                    f"no memory backend; known: {', '.join(BACKENDS)}")
         opt_in = backend and BACKENDS[backend.args[0]].opt_in
         if opt_in and not config.getoption(opt_in):
             dropped.append(item)

@@ -38,12 +38,11 @@ from triton_overflow.cases import (OVERFLOWS, SAFE, CompileSpec, RowsCase, case_
                                    expectation, validate_case)
 from triton_overflow.isolation import run_isolated
 from triton_overflow.lint.summary import module_file
-from triton_overflow.memory import (BACKENDS, DEVICE_BACKENDS, INTERPRETER_BACKEND,
-                                    MUTANT_DEVICE_BACKEND)
+from triton_overflow.memory import BACKENDS, DEVICE_BACKENDS, INTERPRETER_BACKEND
 from triton_overflow.report import COST, detail
 from triton_overflow.runner import (gpu_caught, how_caught, run_huge, sanitizer_report,
                                     wrap_location)
-from triton_overflow.widenings import caught_in_the_interpreter, caught_on_the_gpu, widening_params
+from triton_overflow.widenings import mutant_tests
 
 WRAPS = ("negative", "aliased")
 INTERPRETED = BACKENDS[INTERPRETER_BACKEND]
@@ -125,17 +124,8 @@ def _generate(cls):
                 _param(c, w, b, detector=BACKENDS[b].detector, role="twin",
                        extra_marks=[gpu, huge, pytest.mark.memory_backend(b)])
                 for b in DEVICE_BACKENDS for c in safe for w in WRAPS])(_fresh(_test_gpu_twin))
-    widenings = widening_params(safe) if cls.widening_tests else []
-    if widenings:
-        tests["test_interpreter_huge_cases_catch_each_widening"] = pytest.mark.parametrize(
-            "module, widening", [pytest.param(*p.values, id=p.id, marks=[
-                *p.marks, pytest.mark.widening(detector=INTERPRETED.detector), interp, huge])
-                for p in widenings])(_fresh(caught_in_the_interpreter))
-        tests["test_gpu_huge_cases_catch_each_widening"] = pytest.mark.parametrize(
-            "module, widening", [pytest.param(*p.values, id=p.id, marks=[
-                *p.marks, pytest.mark.widening(detector=BACKENDS[MUTANT_DEVICE_BACKEND].detector), gpu, huge,
-                pytest.mark.memory_backend(MUTANT_DEVICE_BACKEND)])
-                for p in widenings])(_fresh(caught_on_the_gpu))
+    if cls.widening_tests:
+        tests.update(mutant_tests(safe, _fresh))
     rows = [c for c in safe if isinstance(c, RowsCase)] if cls.small_batch_tests else []
     if rows:
         tests["test_small_batch_matches_reference"] = pytest.mark.parametrize("case", [

@@ -8,7 +8,7 @@ from triton_overflow.case_static import case_summary, lint_summary
 from triton_overflow.cases import SAFE, expectation
 from triton_overflow.lint.report import shown
 from triton_overflow.lint.summary import function_at, module_file
-from triton_overflow.memory import INTERPRETER_BACKEND, MUTANT_DEVICE_BACKEND
+from triton_overflow.memory import BACKENDS, INTERPRETER_BACKEND, MUTANT_DEVICE_BACKEND
 from triton_overflow.report import detail
 from triton_overflow.runner import (gpu_caught, how_caught, interpreter_caught, run_huge,
                                     wrap_location)
@@ -18,6 +18,29 @@ INTERPRETER_ORACLES = (("negative", True), ("aliased", True), ("aliased", False)
 
 
 GPU_ORACLES = (("negative", False), ("aliased", False))
+
+
+def mutant_tests(cases, fresh):
+    """The per-widening tests of the modules of ``cases`` (none without a widening), in the
+    interpreter and on a GPU: test name -> a ``fresh`` copy of its function, parametrized."""
+    widenings = widening_params(cases)
+    if not widenings:
+        return {}
+    interpreted, device = BACKENDS[INTERPRETER_BACKEND], BACKENDS[MUTANT_DEVICE_BACKEND]
+
+    def params(*marks):
+        return [pytest.param(*p.values, id=p.id, marks=[*p.marks, *marks]) for p in widenings]
+    return {
+        "test_interpreter_huge_cases_catch_each_widening": pytest.mark.parametrize(
+            "module, widening", params(pytest.mark.widening(detector=interpreted.detector),
+                                       pytest.mark.interp, pytest.mark.huge))(
+            fresh(caught_in_the_interpreter)),
+        "test_gpu_huge_cases_catch_each_widening": pytest.mark.parametrize(
+            "module, widening", params(pytest.mark.widening(detector=device.detector),
+                                       pytest.mark.gpu, pytest.mark.huge,
+                                       pytest.mark.memory_backend(device.key)))(
+            fresh(caught_on_the_gpu)),
+    }
 
 
 def widening_params(cases):

@@ -1,7 +1,8 @@
 """Find every kernel under the paths a user names: files, folders, importable modules.
 
 A kernel is a ``@triton.jit`` function that no other jit function calls, of its module or of
-another module found under the same paths (a family's helper module holds no kernels), found
+another module found under the same paths that imports it by name (so a family's helper module,
+checked with its family, holds no kernels; checked alone, its functions count as kernels), found
 behind any stack of ``@triton.autotune`` / ``@triton.heuristics`` (or any wrapper whose ``.fn``
 leads to it). Folders are searched recursively, files starting with ``_`` included; files that
 never mention ``triton`` are passed over without being imported.
@@ -83,13 +84,15 @@ def find(paths, execute=True):
             found.files.append(file)
             _find_in_file(file, found, execute)
     called = _called_from_other_modules(found.kernels)
-    found.kernels = [k for k in found.kernels if id(k.jit) not in called]
+    found.kernels = [k for k in found.kernels if _identity(k.jit) not in called]
     return found
 
 
 def _called_from_other_modules(kernels):
-    """ids of the kernels' jit functions that a jit function of another module names: helpers
-    that module imported."""
+    """(file, name) of the jit functions that a jit function of another module calls by a name
+    it imported (``from helpers import f``; a call through a module, ``helpers.f``, is not
+    followed): helpers there, not kernels. By file and name, not by object: without
+    execution, the loader defines an imported file's functions again for the importer."""
     called = set()
     for module in {id(k.module): k.module for k in kernels}.values():
         namespace = vars(module)
@@ -105,12 +108,16 @@ def _called_from_other_modules(kernels):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                     named = jit_function_of(namespace.get(node.id))
                     if named is not None and _file_of(named) != _file_of(jit):
-                        called.add(id(named))
+                        called.add(_identity(named))
     return called
 
 
 def _file_of(jit):
-    return jit.fn.__code__.co_filename
+    return str(Path(jit.fn.__code__.co_filename).resolve())
+
+
+def _identity(jit):
+    return _file_of(jit), jit.fn.__name__
 
 
 def _files(spec):
