@@ -38,7 +38,7 @@ def static_summary(case, twin):
     checked = run_isolated("triton_overflow.case_static:lint_records",
                            {"records": records, "limits": dict(case.limits)},
                            mode=mode.COMPILE, timeout=600)
-    if checked.status != "passed":
+    if not checked.passed:
         raise RuntimeError(f"the static check of {case.name}'s kernels did not run: "
                            f"{checked.summary()}\n{checked.output}")
     return checked.value
@@ -54,7 +54,7 @@ def _small_launch_records(case, where):
     def recorded():
         outcome = run_isolated("triton_overflow.case_static:record_small_launch",
                                {"case": reference}, mode=where, timeout=600)
-        if outcome.status != "passed":
+        if not outcome.passed:
             raise RuntimeError(f"the small launch of {case.name} that the static tier records "
                                f"did not run: {outcome.summary()}\n{outcome.output}")
         if not outcome.value:
@@ -67,10 +67,9 @@ def _as_twin(records, case):
     """The records of the case's int32 twin: the same launcher makes the same launches (the
     constexprs, types and grids are the host's), of the twin's kernels where the case's
     module defines them."""
-    import importlib.util
-
+    from triton_overflow.lint.summary import module_file
     from triton_overflow.twin import write_twin
-    origin = str(Path(importlib.util.find_spec(case.module).origin).resolve())
+    origin = module_file(case.module)
     twin_file = None
     twins = []
     for record in records:
@@ -81,7 +80,7 @@ def _as_twin(records, case):
     return twins
 
 
-def record_small_launch(case, twin=False):
+def record_small_launch(case):
     """Child side: run ``case`` on a small batch (in the interpreter, or on the GPU where the
     interpreter cannot run); the launch records."""
     import importlib
@@ -89,14 +88,11 @@ def record_small_launch(case, twin=False):
     from triton_overflow import record
     from triton_overflow.cases import resolve_case
     from triton_overflow.runner import as_on_gpu, small_batch, small_run
-    from triton_overflow.twin import load_twin
     record.install()
     case = resolve_case(case)
     run = small_run(case, "cpu" if mode.interpreted() else "cuda", SMALL_ROWS)
     huge = small_batch(case, run)
     kernels = importlib.import_module(case.module)
-    if twin:
-        kernels = load_twin(kernels)
     with as_on_gpu(case, run.interpreted):
         inputs = case.prepare(huge, run)
         case.launch(kernels, huge, run, **inputs)
@@ -143,7 +139,7 @@ def lint_summary(module, twins, widening=None):
     def checked():
         outcome = run_isolated("triton_overflow.lint.summary:module_summary", arguments,
                                mode=mode.COMPILE, timeout=600)
-        if outcome.status != "passed":
+        if not outcome.passed:
             pytest.fail(f"the static check of {module} did not run: {outcome.summary()}\n"
                         f"{outcome.output}")
         return outcome.value

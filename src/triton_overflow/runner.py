@@ -23,7 +23,7 @@ from triton_overflow.interp import (configs_without_benchmarks, int32_wrap_check
                                     unwrap_interpreter_error)
 from triton_overflow.isolation import run_isolated
 from triton_overflow.lint.summary import function_at
-from triton_overflow.mode import DEVICE, INTERPRETER, interpreted
+from triton_overflow.mode import INTERPRETER, interpreted
 from triton_overflow.twin import load_twin
 
 PLANT_SEED = 20260
@@ -204,9 +204,13 @@ def run_huge(case, wrap, backend, twin=False, wrap_check=False, widening=None, e
     import pytest
     arguments = dict(case=case_reference(case), wrap=wrap, backend=backend, twin=twin,
                      wrap_check=wrap_check, widening=widening)
-    if memory.BACKENDS[backend].execution == INTERPRETER:
-        outcome = run_isolated("triton_overflow.runner:run_case", arguments,
-                               mode=INTERPRETER, env=env, timeout=900)
+    execution = memory.BACKENDS[backend].execution
+
+    def run_child(child_env):
+        return run_isolated("triton_overflow.runner:run_case", arguments, mode=execution,
+                            env=child_env, timeout=900)
+    if execution == INTERPRETER:
+        outcome = run_child(env)
     else:
         needed = bytes_needed(case, planned_run(case, wrap, "cpu", False), backend)
         try:
@@ -214,8 +218,7 @@ def run_huge(case, wrap, backend, twin=False, wrap_check=False, widening=None, e
                 child_env = dict(env or {})
                 if gpu is not None:
                     child_env["CUDA_VISIBLE_DEVICES"] = gpu
-                outcome = run_isolated("triton_overflow.runner:run_case", arguments,
-                                       mode=DEVICE, env=child_env, timeout=900)
+                outcome = run_child(child_env)
         except devices.NeverFits as reason:
             pytest.skip(str(reason))
     if outcome.skipped:
