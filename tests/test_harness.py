@@ -15,7 +15,8 @@ from triton_overflow import mode
 from triton_overflow.huge import first_wrapping_row, huge_layout, landing_row, wrapped_offset
 from triton_overflow.isolation import Outcome, run_isolated
 from triton_overflow.runner import gpu_caught
-from triton_overflow.memory import DenseDeviceMemory
+from triton_overflow.memory import (GRANULE, SHARED_BLOCK, DenseDeviceMemory, _dedicated_chunks,
+                                     _shared_pieces)
 from triton_overflow.twin import twin_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,6 +136,22 @@ def test_a_wrap_into_another_column_of_row_0_is_still_checked():
 def test_a_gpu_twin_is_caught_only_by_a_fault_or_a_wrong_row(outcome, caught):
     """An out-of-memory kill or a timeout says nothing about the twin."""
     assert gpu_caught(outcome) is caught
+
+
+@pytest.mark.parametrize("wrap", ["negative", "aliased"])
+def test_the_aliased_tensor_maps_every_unplanted_chunk_once_mostly_in_whole_blocks(wrap):
+    """Each chunk under the tensor is either a planted row's own or shared, never both, never
+    mapped twice; away from the planted rows one mapping covers a whole block."""
+    layout = huge_layout(wrap, 151936)
+    planted = (0, *layout.check_rows, *layout.poison_rows)
+    dedicated = _dedicated_chunks(layout, 4, planted, GRANULE)
+    chunks = -(-layout.elements * 4 // GRANULE)
+    pieces = _shared_pieces(chunks, dedicated, SHARED_BLOCK)
+    shared = [chunk for first, count in pieces for chunk in range(first, first + count)]
+    assert len(shared) == len(set(shared)) and dedicated.isdisjoint(shared)
+    assert set(shared) | dedicated == set(range(chunks))
+    assert {count for _, count in pieces} == {1, SHARED_BLOCK}
+    assert len(pieces) < chunks // SHARED_BLOCK + len(dedicated) * SHARED_BLOCK
 
 
 def test_memory_gate_says_what_was_needed():

@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 from triton_overflow.huge import HugeLayout, huge_layout
-from triton_overflow.memory import AliasedDeviceMemory
+from triton_overflow.memory import GRANULE, SHARED_BLOCK, AliasedDeviceMemory
 
 
 @triton.jit
@@ -58,22 +58,30 @@ def leak_cycles(cycles):
 
 
 def aliasing():
-    """Unplanted rows share one chunk; planted rows do not; the background view is that chunk."""
+    """Unplanted rows share memory, one chunk near a planted row and one block away from them;
+    planted rows have their own; the background views are that shared memory."""
     layout = huge_layout("negative", 2**17)
     planted = (0, ) + layout.check_rows
     backend = AliasedDeviceMemory()
+    rows_per_chunk = GRANULE // (2**17 * 4)  # four 512 KiB rows fill a 2 MiB chunk
     with backend.reserve(layout, torch.float32, planted) as tensor:
+        # Row 0's chunk is its own, so rows 1-63 of the first block lie on the one shared chunk.
         tensor[5].fill_(1.0)
-        # Four 512 KiB rows fill a 2 MiB chunk: row 9001 sits where row 5 does in the shared one.
-        shared_seen = float(tensor[9001, 3])
+        chunk_seen = float(tensor[5 + rows_per_chunk, 3])
+        # No planted row lies near row 9001: its block is mapped whole, again one block on.
+        tensor[9001].fill_(4.0)
+        block_seen = float(tensor[9001 + rows_per_chunk * SHARED_BLOCK, 3])
+        apart = float(tensor[5, 3]) != float(tensor[9001, 3])
         tensor[0].fill_(2.0)
         for row in layout.check_rows:
             tensor[row].fill_(float(row))
         planted_seen = [float(tensor[row, 7]) for row in planted]
-        backend.background().fill_(3.0)
-        background_seen = float(tensor[777, 11])
+        for region in backend.background():
+            region.fill_(3.0)
+        background_seen = [float(tensor[row, 11]) for row in (5, 777)]
         peak = backend.peak_bytes()
-    return {"shared": shared_seen, "planted": planted_seen, "background": background_seen,
+    return {"chunk": chunk_seen, "block": block_seen, "apart": apart, "planted": planted_seen,
+            "background": background_seen,
             "peak_mib": peak / 2**20, "elements": layout.elements}
 
 

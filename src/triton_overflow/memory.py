@@ -5,10 +5,11 @@ A case never allocates its huge tensor itself: ``runner`` asks a backend for it.
 * ``lazy-host`` (``LazyHostMemory``): a CPU tensor whose pages the OS maps only when touched,
   so a 17 GiB tensor of which a case touches a few rows costs a few MiB (for the interpreter);
 * ``aliased-device`` (``AliasedDeviceMemory``): CUDA virtual memory. The tensor's whole range is
-  reserved; the planted rows get pages of their own, and one shared chunk is mapped under every
-  other row, so every program of the full grid runs on valid addresses while the tensor costs a
-  few MiB. 2**31 elements below the tensor stay reserved and unmapped, so a wrapped negative
-  offset always faults instead of landing in some other live allocation;
+  reserved; the planted rows get pages of their own, and every other row lies on shared memory
+  (one block of ``SHARED_BLOCK`` chunks mapped again and again, one chunk where a planted row
+  breaks a block), so every program of the full grid runs on valid addresses while the tensor
+  costs a few tens of MiB. 2**31 elements below the tensor stay reserved and unmapped, so a
+  wrapped negative offset always faults instead of landing in some other live allocation;
 * ``dense-device`` (``DenseDeviceMemory``): a plain CUDA allocation (9-18 GiB), gated on free
   memory.
 
@@ -60,9 +61,9 @@ class MemoryBackend(abc.ABC):
     def reserve(self, layout, dtype, rows):
         """A context manager giving the huge tensor, released after."""
 
-    def background(self) -> "torch.Tensor | None":
-        """A tensor over the memory every unplanted row shares, or None."""
-        return None
+    def background(self) -> "tuple[torch.Tensor, ...]":
+        """Tensors over the memory the unplanted rows share (none where they share none)."""
+        return ()
 
     @abc.abstractmethod
     def peak_bytes(self) -> int:
@@ -147,6 +148,10 @@ def _with_row_stride(flat, layout):
 
 
 GRANULE = 2**21  # the H100 / H200 mapping granularity; the real one is asked for at run time
+# Chunks of shared memory one mapping covers away from the planted rows. CUDA maps a handle
+# only whole, and each mapping is a driver call that concurrent processes queue on: a 17 GiB
+# tensor is some 8700 one-chunk mappings, or some 550 of a 16-chunk block (32 MiB more).
+SHARED_BLOCK = 16
 
 
 class VirtualMemoryError(RuntimeError):
@@ -181,13 +186,13 @@ class AliasedDeviceMemory(MemoryBackend):
         self.device = torch.device("cuda", torch.cuda.current_device() if index is None else
                                    index) if torch.cuda.is_available() else torch.device("cuda")
         self._mapped = 0
-        self._shared = None
+        self._background: tuple[torch.Tensor, ...] = ()
 
     @staticmethod
     def estimate(layout, dtype, rows):
-        """Physical bytes: the chunks under the planted rows, and the shared chunk."""
+        """Physical bytes: the chunks under the planted rows, and the shared chunk and block."""
         chunks = _dedicated_chunks(layout, dtype.itemsize, rows, GRANULE)
-        return (len(chunks) + 1) * GRANULE
+        return (len(chunks) + 1 + SHARED_BLOCK) * GRANULE
 
     def shortfall(self, nbytes, case=None):
         if not torch.cuda.is_available():
@@ -235,34 +240,33 @@ class AliasedDeviceMemory(MemoryBackend):
         try:
             reservation = _call("cuMemAddressReserve", guard + span, granule, 0, 0)
             base = int(reservation) + guard
-            self._shared = _call("cuMemCreate", granule, prop, 0)
-            handles.append(self._shared)
             for start, count in _runs(dedicated):
-                handle = _call("cuMemCreate", count * granule, prop, 0)
-                handles.append(handle)
-                self._map(base + start * granule, count * granule, handle, mappings)
-            for chunk in range(span // granule):
-                if chunk not in dedicated:
-                    self._map(base + chunk * granule, granule, self._shared, mappings)
+                handles.append(_call("cuMemCreate", count * granule, prop, 0))
+                self._map(base + start * granule, count * granule, handles[-1], mappings)
+            shared = {}  # chunks per mapping -> (its handle, where it is first mapped)
+            for start, count in _shared_pieces(span // granule, dedicated, SHARED_BLOCK):
+                if count not in shared:
+                    handles.append(_call("cuMemCreate", count * granule, prop, 0))
+                    shared[count] = (handles[-1], base + start * granule)
+                self._map(base + start * granule, count * granule, shared[count][0], mappings)
             access = driver.CUmemAccessDesc()
             access.location = prop.location
             access.flags = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
             _call("cuMemSetAccess", driver.CUdeviceptr(base), span, [access], 1)
-            self._mapped = (len(dedicated) + 1) * granule
-            shared_at = next((base + c * granule for c in range(span // granule)
-                              if c not in dedicated), None)
-            self._background = None if shared_at is None else _tensor(
-                shared_at, (granule // itemsize, ), (itemsize, ), dtype, self.device)
+            self._mapped = (len(dedicated) + sum(shared)) * granule
+            self._background = tuple(
+                _tensor(address, (count * granule // itemsize, ), (itemsize, ), dtype,
+                        self.device) for count, (_, address) in shared.items())
             tensor = _tensor(base, layout.shape, (layout.row_stride * itemsize, itemsize), dtype,
                              self.device)
             yield tensor
             torch.cuda.synchronize(self.device)
             del tensor
         except BaseException:
-            self._background = None
+            self._background = ()
             _release(mappings, handles, reservation, guard + span, strict=False)
             raise
-        self._background = None
+        self._background = ()
         _release(mappings, handles, reservation, guard + span, strict=True)
 
     def _map(self, address, size, handle, mappings):
@@ -271,7 +275,7 @@ class AliasedDeviceMemory(MemoryBackend):
         mappings.append((address, size))
 
     def background(self):
-        return getattr(self, "_background", None)
+        return self._background
 
     def peak_bytes(self):
         return self._mapped + torch.cuda.max_memory_allocated(self.device)
@@ -289,6 +293,19 @@ def _dedicated_chunks(layout, itemsize, rows, granule):
         last = first + layout.vocab * itemsize - 1
         chunks.update(range(first // granule, last // granule + 1))
     return chunks
+
+
+def _shared_pieces(chunks, dedicated, block):
+    """(first, count) for each shared mapping of a ``chunks``-chunk range: a whole aligned
+    block where no ``dedicated`` chunk lies, else one chunk per chunk not dedicated."""
+    pieces = []
+    for first in range(0, chunks, block):
+        covered = range(first, min(first + block, chunks))
+        if len(covered) == block and dedicated.isdisjoint(covered):
+            pieces.append((first, block))
+        else:
+            pieces.extend((chunk, 1) for chunk in covered if chunk not in dedicated)
+    return pieces
 
 
 def _runs(chunks):

@@ -156,19 +156,19 @@ def as_on_gpu(case, is_interpreted):
         yield configs
 
 
-def plant(huge, layout, fill_background, random_row, rows, shared=None):
+def plant(huge, layout, fill_background, random_row, rows, shared=()):
     """Row 0 random, the checked rows copies of it, the poison rows other data; CPU copies back.
 
     With ``fill_background`` every other row is filled with random data too, so that a read
-    from any wrong row shows; with ``shared`` (the memory every unplanted row of a virtual
-    tensor shares) that memory is; lazy host memory leaves them untouched (zero pages cost
-    nothing).
+    from any wrong row shows; with ``shared`` (tensors over the memory the unplanted rows of a
+    virtual tensor share) that memory is; lazy host memory leaves them untouched (zero pages
+    cost nothing).
     """
     device = huge.device
     width = layout.vocab
-    if shared is not None:
-        shared.copy_(random_row(torch.Generator(device).manual_seed(PLANT_SEED + 1),
-                                shared.numel()).to(shared.dtype))
+    for index, region in enumerate(shared):
+        region.copy_(random_row(torch.Generator(device).manual_seed(PLANT_SEED + 1 + index),
+                                region.numel()).to(region.dtype))
     if fill_background:
         background = torch.Generator(device).manual_seed(PLANT_SEED + 1)
         chunk = max(1, 2**28 // width)
