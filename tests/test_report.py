@@ -4,13 +4,14 @@ has imported torch and Triton in the child's mode; values a run's processes comp
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
 from triton_overflow import devices
-from triton_overflow.isolation import run_isolated
+from triton_overflow.isolation import Outcome, run_isolated
 
 pytestmark = pytest.mark.selftest
 
@@ -154,3 +155,29 @@ def test_a_shared_value_is_computed_once_a_run(monkeypatch):
         shared.clear()
     assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 3}
     shared.clear()
+
+
+def test_the_kernels_own_huge_run_is_made_once_a_run_and_read_back_whole(monkeypatch):
+    """The huge case's test and a widening test asking the same run share one child; what the
+    second reads is the outcome the first saw, fault signal and all."""
+    from tests.cases.min_p import MIN_P
+    from triton_overflow import runner, shared
+    monkeypatch.setenv(devices.RUN_VARIABLE, f"selftest-kernel-outcome-{os.getpid()}")
+    monkeypatch.setenv(devices.OWNER_VARIABLE, str(os.getpid()))
+    runs = []
+
+    def run_huge(case, wrap, backend, wrap_check=False):
+        runs.append((case.name, wrap, backend, wrap_check))
+        return Outcome("crashed", 2.5, message="killed by SIGSEGV", returncode=-signal.SIGSEGV,
+                       extra={"gpu": "0"})
+    monkeypatch.setattr(runner, "run_huge", run_huge)
+    try:
+        first = runner.kernel_outcome(MIN_P, "aliased", "aliased-device")
+        again = runner.kernel_outcome(MIN_P, "aliased", "aliased-device")
+        checked = runner.kernel_outcome(MIN_P, "aliased", "aliased-device", wrap_check=True)
+    finally:
+        shared.clear()
+    assert runs == [(MIN_P.name, "aliased", "aliased-device", False),
+                    (MIN_P.name, "aliased", "aliased-device", True)]
+    assert again == first and again.faulted and again.extra == {"gpu": "0"}
+    assert checked == first

@@ -3,7 +3,7 @@
 ``run_case`` is what a child process runs (``triton_overflow.isolation``); it returns a JSON
 summary, ``{"skipped": reason}`` when the memory is not there, and raises on a wrong row. The
 parent's side is here too: ``run_huge`` starts that child (on a GPU of the run, for a device
-backend) and ``gpu_caught``, ``interpreter_caught`` and ``how_caught`` read its outcome;
+backend), ``kernel_outcome`` runs the kernel itself once however many tests ask, and ``gpu_caught``, ``interpreter_caught`` and ``how_caught`` read its outcome;
 ``sanitizer_report`` reruns a case under Triton's overflow sanitizer.
 """
 
@@ -21,7 +21,7 @@ from triton_overflow.huge import huge_layout
 from triton_overflow.device_view import presented
 from triton_overflow.interp import (configs_without_benchmarks, int32_wrap_checked, only_programs,
                                     unwrap_interpreter_error)
-from triton_overflow.isolation import run_isolated
+from triton_overflow.isolation import Outcome, run_isolated
 from triton_overflow.lint.summary import function_at
 from triton_overflow.mode import INTERPRETER, interpreted
 from triton_overflow.twin import load_twin
@@ -224,6 +224,18 @@ def run_huge(case, wrap, backend, twin=False, wrap_check=False, widening=None, e
     if outcome.skipped:
         pytest.skip(outcome.value["skipped"])
     return outcome
+
+
+def kernel_outcome(case, wrap, backend, wrap_check=False):
+    """``run_huge`` of the kernel itself (no twin, no mutant), run once per test run: the huge
+    case's test and each widening test that asks whether its catch is the mutant's own read the
+    same run."""
+    from dataclasses import asdict
+
+    from triton_overflow import shared
+    key = ["kernel_outcome", case_reference(case), wrap, backend, wrap_check]
+    return Outcome(**shared.once(key, lambda: asdict(run_huge(case, wrap, backend,
+                                                              wrap_check=wrap_check))))
 
 
 SANITIZER_LINE = re.compile(r"(?P<file>\S+\.py):(?P<line>\d+): (?P<function>\S+): block: "

@@ -40,8 +40,8 @@ from triton_overflow.isolation import run_isolated
 from triton_overflow.lint.summary import module_file
 from triton_overflow.memory import BACKENDS, DEVICE_BACKENDS, INTERPRETER_BACKEND
 from triton_overflow.report import COST, detail
-from triton_overflow.runner import (gpu_caught, how_caught, run_huge, sanitizer_report,
-                                    wrap_location)
+from triton_overflow.runner import (gpu_caught, how_caught, kernel_outcome, run_huge,
+                                    sanitizer_report, wrap_location)
 from triton_overflow.widenings import mutant_tests
 
 WRAPS = ("negative", "aliased")
@@ -187,7 +187,7 @@ def _test_static_check_flags_twin(self, case, request):
 
 
 def _interpreted_overflow(case, wrap, request):
-    outcome = run_huge(case, wrap, INTERPRETER_BACKEND, wrap_check=True)
+    outcome = kernel_outcome(case, wrap, INTERPRETER_BACKEND, wrap_check=True)
     if outcome.wrapped:
         detail(request, "overflows at " + wrap_location(outcome.message))
         return
@@ -199,7 +199,7 @@ def _test_interpreter_huge_case(self, case, wrap, request):
     """The highest-offset rows equal row 0 and the reference; no i32 operation wraps."""
     if expectation(case) == OVERFLOWS:
         return _interpreted_overflow(case, wrap, request)
-    outcome = run_huge(case, wrap, INTERPRETER_BACKEND, wrap_check=True)
+    outcome = kernel_outcome(case, wrap, INTERPRETER_BACKEND, wrap_check=True)
     assert outcome.passed, outcome.summary() + "\n" + outcome.output
     request.node.user_properties.append((COST, {
         "case": f"{case.name} ({wrap})", "seconds": round(outcome.seconds, 1),
@@ -230,7 +230,7 @@ def _test_interpreter_twin_silent(self, case, request):
 
 def _test_gpu_huge_case(self, case, wrap, backend, request):
     """On the device, the whole batch: the highest-offset rows equal row 0 and the reference."""
-    outcome = run_huge(case, wrap, backend)
+    outcome = kernel_outcome(case, wrap, backend)
     if expectation(case) == OVERFLOWS:
         if gpu_caught(outcome):
             detail(request, "overflows: " + outcome.summary()[:200])

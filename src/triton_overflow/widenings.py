@@ -10,8 +10,8 @@ from triton_overflow.lint.report import shown
 from triton_overflow.lint.summary import function_at, module_file
 from triton_overflow.memory import BACKENDS, INTERPRETER_BACKEND, MUTANT_DEVICE_BACKEND
 from triton_overflow.report import detail
-from triton_overflow.runner import (gpu_caught, how_caught, interpreter_caught, run_huge,
-                                    wrap_location)
+from triton_overflow.runner import (gpu_caught, how_caught, interpreter_caught, kernel_outcome,
+                                    run_huge, wrap_location)
 
 
 INTERPRETER_ORACLES = (("negative", True), ("aliased", True), ("aliased", False))
@@ -125,7 +125,7 @@ def _attributable(outcome, exposed, case, wrap, backend, wrap_check):
     product, or the unmutated kernel passes the same run."""
     if outcome.wrapped and wrap_location(outcome.message) in exposed:
         return True
-    return run_huge(case, wrap, backend, wrap_check=wrap_check).passed
+    return kernel_outcome(case, wrap, backend, wrap_check=wrap_check).passed
 
 
 def _unlaunched_hint(cases, file, line):
