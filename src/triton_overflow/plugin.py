@@ -34,7 +34,8 @@ MARKERS = {
 # first, whose cells complete one family at a time. Within each, the larger kernel files
 # first: they take the longest to compile.
 LONGEST_FIRST = {"test_static_check": 0, "test_static_check_flags_twin": 0,
-                 "test_compiles_for_sm90": 1, "test_interpreter_huge_cases_catch_each_widening": 2}
+                 "test_compiles_for_sm90": 1, "test_interpreter_huge_cases_catch_each_widening": 2,
+                 "test_gpu_huge_cases_catch_each_widening": 2}
 
 
 def _register_profiles():
