@@ -65,7 +65,8 @@ def aliasing():
     backend = AliasedDeviceMemory()
     rows_per_chunk = GRANULE // (2**17 * 4)  # four 512 KiB rows fill a 2 MiB chunk
     with backend.reserve(layout, torch.float32, planted) as tensor:
-        # Row 0's chunk is its own, so rows 1-63 of the first block lie on the one shared chunk.
+        # Row 0's chunk (rows 0-3) is its own, so rows 4-63 of the first block lie on the
+        # one shared chunk.
         tensor[5].fill_(1.0)
         chunk_seen = float(tensor[5 + rows_per_chunk, 3])
         # No planted row lies near row 9001: its block is mapped whole, again one block on.

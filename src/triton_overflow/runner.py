@@ -3,8 +3,9 @@
 ``run_case`` is what a child process runs (``triton_overflow.isolation``); it returns a JSON
 summary, ``{"skipped": reason}`` when the memory is not there, and raises on a wrong row. The
 parent's side is here too: ``run_huge`` starts that child (on a GPU of the run, for a device
-backend), ``kernel_outcome`` runs the kernel itself once however many tests ask, and ``gpu_caught``, ``interpreter_caught`` and ``how_caught`` read its outcome;
-``sanitizer_report`` reruns a case under Triton's overflow sanitizer.
+backend), ``kernel_outcome`` runs the kernel itself once however many tests ask, and
+``gpu_caught``, ``interpreter_caught`` and ``how_caught`` read its outcome; ``sanitizer_report``
+reruns a case under Triton's overflow sanitizer.
 """
 
 import contextlib
