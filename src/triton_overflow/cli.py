@@ -34,13 +34,20 @@ LINT_OPTIONS = (
     (("--baseline", ), dict(metavar="FILE", help="fail only on findings not in FILE (written by "
                             "--write-baseline); matched by file, kernel and product, not by "
                             "line")),
-    (("--write-baseline", ), dict(metavar="FILE", help="record today's findings in FILE and "
-                                  "exit 0 (unless nothing could be checked)")),
+    (("--write-baseline", ), dict(metavar="FILE", help="record today's findings in FILE, each "
+                                  "with a reason to fill in (reasons already in FILE are kept), "
+                                  "and exit 0 (unless nothing could be checked)")),
+    (("--prune-baseline", ), dict(action="store_true", help="with --baseline: remove from it the "
+                                  "entries whose kernel was checked and that match no finding "
+                                  "any more (widened or removed)")),
     (("--no-exec", ), dict(action="store_true", help="run nothing of the files but what Triton "
                            "needs to build the kernels (Triton's imports, literal constants, "
                            "the jit functions); every other name is a stand-in: for code you "
                            "do not trust")),
-    (("--format", ), dict(choices=("text", "json", "sarif"), default="text")),
+    (("--format", ), dict(choices=("text", "json", "sarif", "github"), default="text",
+                          help="text; json (its schema: docs/json-report.md); sarif 2.1.0, for "
+                          "code scanning; github: annotations as GitHub Actions workflow "
+                          "commands")),
     (("--output", ), dict(metavar="FILE", help="write the report here, not to stdout")),
 )
 
@@ -119,6 +126,9 @@ def _lint(args):
             print(f"lint: {error}", file=sys.stderr)
             return 2
     result.fail_on = args.fail_on
+    if args.prune_baseline and not args.baseline:
+        print("lint: --prune-baseline needs --baseline FILE", file=sys.stderr)
+        return 2
     if args.baseline:
         from triton_overflow.lint.baseline import Baseline
         try:
@@ -126,6 +136,7 @@ def _lint(args):
         except ValueError as error:
             print(f"lint: {error}", file=sys.stderr)
             return 2
+        _baseline_health(result, prune=args.prune_baseline)
     if args.format == "text":
         text = formats.as_text(result, args.paths)
     else:
@@ -140,8 +151,40 @@ def _lint(args):
         return 0
     if args.write_baseline:
         from triton_overflow.lint.baseline import write
-        count = write(result, args.write_baseline)
-        print(f"lint: wrote {count} findings to the baseline {args.write_baseline}",
+        count, unexplained = write(result, args.write_baseline)
+        print(f"lint: wrote {count} findings to the baseline {args.write_baseline}"
+              + (f"; {unexplained} need a reason: replace each placeholder `reason` with why "
+                 f"the product cannot pass 2**31 in your deployment" if unexplained else ""),
               file=sys.stderr)
         return 0 if result.results else result.exit_code
     return result.exit_code
+
+
+def _baseline_health(result, prune):
+    """Say which baseline entries lack a reason and which are stale; remove the stale ones
+    from the file with ``prune``."""
+    baseline = result.baseline
+    listed = 10
+    unexplained = baseline.unexplained()
+    if unexplained:
+        print(f"lint: warning: {len(unexplained)} entries of the baseline {baseline.path} give "
+              f"no reason; say in each `reason` why the product cannot pass 2**31:",
+              file=sys.stderr)
+        _list_entries(unexplained, listed)
+    stale = baseline.stale(result)
+    if stale and prune:
+        baseline.without(stale).save()
+        print(f"lint: removed {len(stale)} stale entries from the baseline {baseline.path}:",
+              file=sys.stderr)
+    elif stale:
+        print(f"lint: warning: {len(stale)} entries of the baseline {baseline.path} match no "
+              f"finding any more (widened or removed); --prune-baseline removes them:",
+              file=sys.stderr)
+    _list_entries(stale, listed)
+
+
+def _list_entries(entries, listed):
+    for entry in entries[:listed]:
+        print(f"  {entry.describe()}", file=sys.stderr)
+    if len(entries) > listed:
+        print(f"  and {len(entries) - listed} more", file=sys.stderr)

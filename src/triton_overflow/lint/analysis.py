@@ -18,9 +18,10 @@ import linecache
 import re
 from dataclasses import dataclass, field
 
+from triton_overflow.lint.fixes import Fix, widening
 from triton_overflow.lint.flow import Flow, is_i32
 from triton_overflow.lint.levels import ERROR, LEVELS, WARNING, Levels
-from triton_overflow.lint.ops import BROADCASTS, INT_WIDENINGS, PRODUCTS
+from triton_overflow.lint.ops import BROADCASTS, INT_WIDENINGS, PRODUCTS, SHAPE_OPS
 from triton_overflow.lint.ranges import INT32_LIMIT, Ranges
 
 MARKER = re.compile(r"#\s*overflow-lint:\s*(.*)$")
@@ -42,6 +43,8 @@ class Finding:
     why: str = field(default="", compare=False)  # the level's reason, one line
     stand_ins: tuple = field(default=(), compare=False)  # stand-in helpers it depends on
     unsigned: bool = field(default=False, compare=False)
+    cast_after: bool = field(default=False, compare=False)  # widened only after it wrapped
+    fix: Fix | None = field(default=None, compare=False)
 
     @property
     def key(self):
@@ -51,6 +54,8 @@ class Finding:
         operands = " * ".join(self.operands)
         kind = "u32" if self.unsigned else "i32"
         text = f"{kind} multiply feeds a pointer offset: `{self.product}` ({operands})"
+        if self.cast_after:
+            text += "; widened to int64 only after the multiply, which has already wrapped"
         text += f"; {self.headroom}" if self.headroom else ""
         text += f" [{self.why}]" if self.why else ""
         if self.stand_ins:
@@ -79,15 +84,35 @@ def find_products(graph, kernel_name, ranges_env=None):
             (direct_products if direct else scaled_products).setdefault(op.index, op)
         under = direct and not (is_product and not _by_one(static, op))
         stack.extend((source, under) for source in flow.sources(value))
+    cast_after = _products_cast_after(graph, flow)
     findings = {}
     for index, op in sorted({**scaled_products, **direct_products}.items()):
         finding = _product_finding(op, flow, static, ranges, kernel_name, levels,
-                                   direct=index in direct_products)
+                                   direct=index in direct_products,
+                                   cast_after=index in cast_after)
         if finding is not None:
             known = findings.get(finding.key)
             if known is None or LEVELS.index(finding.level) < LEVELS.index(known.level):
                 findings[finding.key] = finding
     return sorted(findings.values(), key=lambda f: (f.file, f.line, f.product))
+
+
+def _products_cast_after(graph, flow):
+    """The indices of the i32 products whose result is widened to i64 as it is (the cast
+    written around the multiply: ``tl.cast(B * T, tl.int64)``)."""
+    found = set()
+    for op in graph.ops:
+        if op.name not in INT_WIDENINGS or not op.operands:
+            continue
+        value = op.operands[0]
+        for _ in range(8):
+            producer, _ = flow.producer(value)
+            if producer is None or producer.name not in SHAPE_OPS:
+                break
+            value = producer.operands[0]
+        if producer is not None and producer.name in PRODUCTS and is_i32(producer.types[0]):
+            found.add(producer.index)
+    return found
 
 
 def _by_one(static, op):
@@ -151,7 +176,7 @@ def _tensor_pointer(flow, value):
     return None
 
 
-def _product_finding(op, flow, static, ranges, kernel_name, levels, direct):
+def _product_finding(op, flow, static, ranges, kernel_name, levels, direct, cast_after=False):
     sides = [flow.origins(operand) for operand in op.operands[:2]]
     if not any(sides):
         return None  # constants only
@@ -170,14 +195,17 @@ def _product_finding(op, flow, static, ranges, kernel_name, levels, direct):
     if direct and _in_block_pointer_offsets(file, line, column):
         direct = "block offsets"
     level, why = levels.level(op, direct, largest, facts_given=ranges is not None)
+    cast_after = cast_after and direct != "block offsets"  # Triton widens those itself
     if product.startswith("a product inside ") and level == ERROR:
         level, why = WARNING, f"{why}; inside Triton's library, which computes tile indices"
     unsigned = _unsigned(file, line)
     if unsigned:
         headroom = headroom.replace("2**31", "2**32")
+    fix = widening(file, line, product, left, right, sides, shift=op.name == "arith.shli",
+                   cast_after=cast_after, block_offsets=direct == "block offsets")
     return Finding(file=file, line=line, kernel=kernel_name, product=product,
                    operands=described, column=column, headroom=headroom, largest=largest,
-                   level=level, why=why, unsigned=unsigned)
+                   level=level, why=why, unsigned=unsigned, cast_after=cast_after, fix=fix)
 
 
 _UNSIGNED = re.compile(r"\buint32\b|\bu32\b")

@@ -1,24 +1,70 @@
-"""A baseline of known findings, as static-analysis tools keep one.
+"""A baseline of known findings, as static-analysis tools keep one, each with its reason.
 
-``lint --write-baseline FILE`` records today's findings; ``lint --baseline FILE`` then fails
-only on findings that are not in it. A finding is matched by its file, its kernel and its
-product as written (whitespace aside), never by its line, so edits that move code keep it
-matched; a product that is widened drops out of the report, and its entry out of the next
-baseline written.
+``lint --write-baseline FILE`` records today's findings, each with a ``reason`` to fill in (a
+placeholder until someone says why the product cannot pass 2**31 in the deployment); a reason
+already written for the same finding is kept. ``lint --baseline FILE`` then fails only on
+findings that are not in it, and says which entries still lack a reason and which no longer
+match a finding (the product was widened or removed: the entry is stale);
+``--prune-baseline`` rewrites the file without the stale ones.
+
+A finding is matched by its file, its kernel and its product as written (whitespace aside),
+never by its line, so edits that move code keep it matched. An entry is stale only where its
+kernel was checked in this run: linting part of a tree leaves the rest of the baseline alone.
 """
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1 had no reasons
+PLACEHOLDER = "TODO: why this product cannot pass 2**31 in our deployment, or widen it"
+
+
+@dataclass(frozen=True)
+class Entry:
+    file: str
+    kernel: str
+    product: str
+    reason: str = ""
+    level: str = ""
+    fingerprint: str = ""
+
+    @property
+    def key(self):
+        return (self.file, self.kernel, self.product)
+
+    @property
+    def explained(self):
+        return bool(self.reason.strip()) and self.reason.strip() != PLACEHOLDER
+
+    def describe(self):
+        return f"{self.file}: {self.kernel}: `{self.product}`"
+
+    def as_dict(self):
+        return {"file": self.file, "kernel": self.kernel, "product": self.product,
+                "reason": self.reason, "level": self.level, "fingerprint": self.fingerprint}
 
 
 class Baseline:
-    def __init__(self, entries=()):
-        self.entries = {tuple(entry) for entry in entries}
+    def __init__(self, entries=(), path=None):
+        self.entries = {entry.key: entry for entry in entries}
+        self.path = path
 
     def known(self, finding, root=None):
-        return _key(finding, root) in self.entries
+        return key(finding, root) in self.entries
+
+    def unexplained(self):
+        """The entries with no reason, or the placeholder ``--write-baseline`` left."""
+        return [entry for entry in self.entries.values() if not entry.explained]
+
+    def stale(self, report, root=None):
+        """The entries whose kernel this run checked and which match none of its findings."""
+        from triton_overflow.lint.report import shown
+        checked = {(shown(r.twin_of or r.file, root), r.name) for r in report.results}
+        found = {key(finding, root) for finding in report.findings}
+        return [entry for entry in self.entries.values()
+                if (entry.file, entry.kernel) in checked and entry.key not in found]
 
     @classmethod
     def load(cls, path):
@@ -26,26 +72,51 @@ class Baseline:
             data = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError) as error:
             raise ValueError(f"cannot read the baseline {path}: {error}") from None
-        if not isinstance(data, dict) or data.get("version") != VERSION:
+        if not isinstance(data, dict) or data.get("version") not in READABLE_VERSIONS:
             raise ValueError(f"{path} is not a baseline of version {VERSION} (written by "
                              f"`triton-overflow lint --write-baseline`)")
-        return cls((item["file"], item["kernel"], item["product"])
-                   for item in data.get("findings", []))
+        try:
+            entries = [Entry(str(item["file"]), str(item["kernel"]),
+                             " ".join(str(item["product"]).split()),
+                             str(item.get("reason") or ""), str(item.get("level") or ""),
+                             str(item.get("fingerprint") or ""))
+                       for item in data.get("findings", [])]
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"{path}: a baseline entry lacks {error}: each needs file, kernel "
+                             f"and product") from None
+        return cls(entries, path=path)
+
+    def save(self, path=None):
+        entries = sorted(self.entries.values(), key=lambda entry: entry.key)
+        Path(path or self.path).write_text(json.dumps({
+            "version": VERSION, "findings": [entry.as_dict() for entry in entries],
+        }, indent=1) + "\n")
+
+    def without(self, entries):
+        removed = {entry.key for entry in entries}
+        return Baseline([e for e in self.entries.values() if e.key not in removed], self.path)
 
 
 def write(report, path, root=None):
-    """Record every finding of ``report`` in ``path``; returns how many."""
+    """Record every finding of ``report`` in ``path``, keeping the reasons of a baseline
+    already there; returns (how many entries, how many of them still need a reason)."""
     from triton_overflow.lint.report import fingerprint
-    items = sorted({_key(f, root): f for f in report.findings}.items())
-    Path(path).write_text(json.dumps({
-        "version": VERSION,
-        "findings": [{"file": key[0], "kernel": key[1], "product": key[2], "level": f.level,
-                      "fingerprint": fingerprint(f, root)} for key, f in items],
-    }, indent=1) + "\n")
-    return len(items)
+    try:
+        reasons = {k: e.reason for k, e in Baseline.load(path).entries.items() if e.explained}
+    except ValueError:
+        reasons = {}
+    entries = {}
+    for finding in report.findings:
+        entry_key = key(finding, root)
+        entries.setdefault(entry_key, Entry(*entry_key, reason=reasons.get(entry_key, PLACEHOLDER),
+                                            level=finding.level,
+                                            fingerprint=fingerprint(finding, root)))
+    written = Baseline(entries.values(), path)
+    written.save()
+    return len(entries), len(written.unexplained())
 
 
-def _key(finding, root=None):
+def key(finding, root=None):
     from triton_overflow.lint.report import shown
     return (shown(finding.twin_of or finding.file, root), finding.kernel,
             " ".join(finding.product.split()))

@@ -3,11 +3,18 @@
 import json
 from pathlib import Path
 
+# The JSON report's schema (docs/json-report.md): fields are only added within a version;
+# renaming or removing one, or changing its meaning, makes the next version.
+JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA = Path(__file__).parent / "schemas" / f"lint-report-v{JSON_SCHEMA_VERSION}.json"
 RULE = "i32-offset-product"
 NOT_CHECKED_RULE = "kernel-not-checked"
 _HELP = ("An int32 index (a program id, a loop variable or a value loaded from an int32 table) "
          "times an int32 stride wraps once the product passes 2**31 - 1: an illegal memory "
-         "access or silently wrong rows. Widen the index first: `row.to(tl.int64) * stride`.")
+         "access or silently wrong rows. Widen an operand before the multiply: "
+         "`tl.cast(row, tl.int64) * stride` (a cast around the product, "
+         "`tl.cast(row * stride, tl.int64)`, comes after the wrap), or widen a loaded index "
+         "where it is loaded.")
 
 
 def shown(file, root=None):
@@ -24,10 +31,18 @@ def finding_line(finding, root=None):
             f"{finding.message()}{twin}")
 
 
+def fix_line(finding):
+    """The finding's fix on a line of its own, or None."""
+    return f"    fix: {finding.fix.describe()}" if finding.fix else None
+
+
 def as_text(report, paths=(), root=None):
     lines = [f"note: {note}" for note in report.notes]
     ordered = sorted(report.findings, key=lambda f: (f.file, f.line, f.product, f.kernel))
-    lines += [finding_line(f, root) for f in ordered]
+    for finding in ordered:
+        lines.append(finding_line(finding, root))
+        if fix_line(finding):
+            lines.append(fix_line(finding))
     lines += [problem.format(root) for problem in report.problems]
     checked = len(report.results)
     flagged = sum(1 for r in report.results if r.findings)
@@ -47,8 +62,61 @@ def as_text(report, paths=(), root=None):
     return "\n".join(lines) + "\n"
 
 
+def as_github(report, root=None):
+    """GitHub Actions workflow commands: an annotation per finding not in the baseline (error,
+    warning, notice), per kernel that could not be checked, and per baseline entry with no
+    reason or no finding left; then the summary line. GitHub shows an annotation on the
+    pull request's diff where its line is among the changed ones."""
+    annotate = {"error": "error", "warning": "warning", "note": "notice"}
+    lines = []
+    known = report.baseline.known if report.baseline is not None else (lambda f, r=None: False)
+    ordered = sorted(report.findings, key=lambda f: (LEVEL_ORDER[f.level], f.file, f.line))
+    for finding in ordered:
+        if known(finding, root):
+            continue
+        message = f"{finding.kernel}: {finding.message()}"
+        if finding.fix:
+            message += f"\nFix: {finding.fix.describe()}"
+        lines.append(_workflow_command(annotate[finding.level], message, {
+            "file": shown(finding.file, root), "line": finding.line,
+            "col": finding.column + 1, "title": f"int32 offset product in {finding.kernel}"}))
+    for problem in report.problems:
+        file, _, line = problem.where.rpartition(":")
+        file, line = (file, line) if line.isdigit() else (problem.where, "1")
+        lines.append(_workflow_command("warning", problem.format(root), {
+            "file": shown(file, root), "line": line, "title": "kernel not checked"}))
+    if report.baseline is not None:
+        where = shown(report.baseline.path, root)
+        for entry in report.baseline.unexplained():
+            lines.append(_workflow_command("warning", f"{entry.describe()}: give the reason this "
+                                           f"product cannot pass 2**31", {
+                                               "file": where, "title": "baseline entry "
+                                               "without a reason"}))
+        for entry in report.baseline.stale(report, root):
+            lines.append(_workflow_command("notice", f"{entry.describe()} matches no finding "
+                                           f"any more: remove it (--prune-baseline)", {
+                                               "file": where, "title": "stale baseline entry"}))
+    lines.append(as_text(report, root=root).splitlines()[-1])
+    return "\n".join(lines) + "\n"
+
+
+LEVEL_ORDER = {"error": 0, "warning": 1, "note": 2}
+
+
+def _workflow_command(command, message, properties):
+    def escape(text, table):
+        for character, code in table:
+            text = str(text).replace(character, code)
+        return text
+    data = (("%", "%25"), ("\r", "%0D"), ("\n", "%0A"))
+    prop = data + ((":", "%3A"), (",", "%2C"))
+    fields = ",".join(f"{name}={escape(value, prop)}" for name, value in properties.items())
+    return f"::{command} {fields}::{escape(message, data)}"
+
+
 def as_json(report, root=None):
     return json.dumps({
+        "schema_version": JSON_SCHEMA_VERSION,
         "exit_code": report.exit_code,
         "kernels": [{"kernel": r.name, "file": shown(r.file, root), "line": r.line,
                      "variants_compiled": r.variants, "twin": bool(r.twin_of),
@@ -58,7 +126,17 @@ def as_json(report, root=None):
         "not_checked": [{"where": p.where, "kernel": p.kernel or None, "reason": p.reason}
                         for p in report.problems],
         "notes": report.notes,
+        "baseline": _baseline_dict(report, root),
     }, indent=1) + "\n"
+
+
+def _baseline_dict(report, root):
+    baseline = report.baseline
+    if baseline is None:
+        return None
+    return {"file": str(baseline.path), "new_findings": len(report.failing),
+            "unexplained": [entry.as_dict() for entry in baseline.unexplained()],
+            "stale": [entry.as_dict() for entry in baseline.stale(report, root)]}
 
 
 def _finding_dict(finding, root):
@@ -67,6 +145,8 @@ def _finding_dict(finding, root):
             "operands": list(finding.operands), "headroom": finding.headroom or None,
             "largest": finding.largest, "level": finding.level, "why": finding.why,
             "stand_ins": list(finding.stand_ins), "fingerprint": fingerprint(finding, root),
+            "cast_after": finding.cast_after,
+            "fix": finding.fix.as_dict() if finding.fix else None,
             "message": finding.message()}
 
 
@@ -81,12 +161,17 @@ def as_sarif(report, root=None):
     from triton_overflow import __version__
     results = []
     for finding in report.findings:
-        results.append({
+        text = f"{finding.kernel}: {finding.message()}"
+        result = {
             "ruleId": RULE, "level": finding.level,
-            "message": {"text": f"{finding.kernel}: {finding.message()}"},
+            "message": {"text": text + (f"\nFix: {finding.fix.describe()}" if finding.fix
+                                        else "")},
             "locations": [_location(finding.file, finding.line, finding.column + 1, root)],
             "partialFingerprints": {"kernelProduct/v1": fingerprint(finding, root)},
-        })
+        }
+        if finding.fix:
+            result["fixes"] = [_sarif_fix(finding, root)]
+        results.append(result)
     for problem in report.problems:
         file, _, line = problem.where.rpartition(":")
         if not line.isdigit():
@@ -120,10 +205,26 @@ def as_sarif(report, root=None):
     }, indent=1) + "\n"
 
 
+def _sarif_fix(finding, root):
+    """A SARIF fix: the replacement as a region of the line when the source written there
+    holds it on that line, else the description alone."""
+    import linecache
+    fix = {"description": {"text": finding.fix.describe()}}
+    start = linecache.getline(finding.file, finding.fix.line).find(finding.fix.replace)
+    if start >= 0:
+        fix["artifactChanges"] = [{
+            "artifactLocation": {"uri": shown(finding.file, root), "uriBaseId": "SRCROOT"},
+            "replacements": [{
+                "deletedRegion": {"startLine": finding.fix.line, "startColumn": start + 1,
+                                  "endColumn": start + 1 + len(finding.fix.replace)},
+                "insertedContent": {"text": finding.fix.with_}}]}]
+    return fix
+
+
 def _location(file, line, column, root):
     return {"physicalLocation": {
         "artifactLocation": {"uri": shown(file, root), "uriBaseId": "SRCROOT"},
         "region": {"startLine": max(1, int(line)), "startColumn": max(1, int(column))}}}
 
 
-FORMATS = {"text": as_text, "json": as_json, "sarif": as_sarif}
+FORMATS = {"text": as_text, "json": as_json, "sarif": as_sarif, "github": as_github}

@@ -1,0 +1,167 @@
+"""The fix of a finding: the source to write instead of the i32 product, as one replacement.
+
+The widening goes on an operand, before the multiply: ``tl.cast(row, tl.int64) * stride``.
+``tl.cast`` rather than ``row.to(tl.int64)``, because Triton makes an int argument equal to 1
+a compile-time constant, which has no ``.to`` (a common reason teams move the cast after the
+multiply, where it comes too late). The operand widened is the one that grows with the
+workload (a value loaded from a table first, then a program id or a loop variable). Where that
+operand is a name given once, from a program id, a load or an atomic, it is widened there
+(``row = tl.program_id(0).to(tl.int64)``): that fixes every product it feeds, and keeps the
+values a branch or a loop joins of one type (a product widened alone in one branch of an ``if``
+does not compile). A cast written around the product (``tl.cast(B * T, tl.int64)``,
+``(a * b).to(tl.int64)``) is replaced whole: it changes the type of a result that has already
+wrapped.
+"""
+
+import ast
+import linecache
+import re
+from dataclasses import dataclass
+
+from triton_overflow.lint.ops import LOADS
+
+# What an operand is made of, by how surely it grows with the workload (``flow.Origin.kind``).
+_GROWTH = {"loaded value": 3, "atomic result": 3, "program id": 2, "loop variable": 2,
+           "computed value": 1}
+
+
+@dataclass(frozen=True)
+class Fix:
+    replace: str  # the source as written (whitespace inside it made single spaces)
+    with_: str  # what to write instead
+    line: int  # where ``replace`` starts
+    also: str = ""  # a wider fix, in words (widen a loaded index where it is loaded)
+    elsewhere: bool = False  # on another line than the finding's (where the operand is made)
+
+    def describe(self):
+        text = f"replace `{self.replace}` with `{self.with_}`"
+        text += f" on line {self.line}" if self.elsewhere else ""
+        return f"{text}; {self.also}" if self.also else text
+
+    def as_dict(self):
+        return {"line": self.line, "replace": self.replace, "with": self.with_,
+                "also": self.also or None, "text": self.describe()}
+
+
+def widening(file, line, product, left, right, sides, shift=False, cast_after=False,
+              block_offsets=False):
+    """The ``Fix`` of the product ``left * right`` (``left << right`` with ``shift``) written
+    at ``file:line``, where ``sides`` are the two operands' origins (``flow.Origin`` sets);
+    None where the product is not an expression with two sides (a call into a library).
+    ``block_offsets``: the product is an offset of a block pointer, which Triton keeps 32-bit."""
+    if not left or not right:
+        return None
+    growth = [max((_GROWTH.get(origin.kind, 0) for origin in side), default=0)
+              for side in sides]
+    widen_left = growth[0] >= growth[1]
+    operator = "<<" if shift else "*"
+    augmented = re.match(r"^(?P<target>.+?)\s*(\*|<<)=\s*(?P<value>.+)$", product)
+    if augmented:
+        target = augmented["target"]
+        value = _cast(right) if not widen_left else right
+        written = f"{target} = {_cast(left) if widen_left else left} {operator} {value}"
+    else:
+        written = (f"{_cast(left)} {operator} {right}" if widen_left
+                   else f"{left} {operator} {_cast(right)}")
+    replaced = product
+    if cast_after:
+        late = _late_cast(file, line, product)
+        if late is not None:
+            replaced = late
+    if block_offsets:
+        return Fix(product, "0", line, also=f"then add `{written}` to the block pointer's base "
+                   f"(block pointers take 32-bit offsets only)")
+    chosen = sides[0] if widen_left else sides[1]
+    made = _made_once(file, line, left if widen_left else right)
+    if made is not None and not cast_after:
+        return made
+    also = ""
+    loaded = sorted(o.name for o in chosen if o.kind == "loaded value" and o.name)
+    if loaded and len(chosen) == len(loaded):
+        names = ", ".join(f"`{name}`" for name in loaded)
+        also = (f"or widen the index where it is loaded from {names} "
+                f"(`tl.load(...).to(tl.int64)`), which fixes every product it feeds")
+    return Fix(replaced, written, line, also)
+
+
+_MAKERS = frozenset({"program_id"}) | LOADS
+
+
+def _made_once(file, line, name):
+    """The ``Fix`` that widens ``name`` where it is made, if the function holding
+    ``file:line`` gives it a value once, from a program id, a load or an atomic."""
+    if not name.isidentifier():
+        return None
+    source = "".join(linecache.getlines(file))
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    function = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+                     and node.lineno <= line <= node.end_lineno
+                     and not any(isinstance(inner, ast.FunctionDef) and inner is not node
+                                 and inner.lineno <= line <= inner.end_lineno
+                                 for inner in ast.walk(node))), None)
+    if function is None or name in {argument.arg for argument in function.args.args}:
+        return None
+    stores = [node for node in ast.walk(function) if isinstance(node, ast.Name)
+              and node.id == name and isinstance(node.ctx, ast.Store)]
+    made = [node for node in ast.walk(function) if isinstance(node, ast.Assign)
+            and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == name]
+    if len(stores) != 1 or len(made) != 1 or not isinstance(made[0].value, ast.Call):
+        return None
+    call = made[0].value.func
+    called = call.attr if isinstance(call, ast.Attribute) else getattr(call, "id", "")
+    if called not in _MAKERS:
+        return None
+    value = " ".join((ast.get_source_segment(source, made[0].value) or "").split())
+    return Fix(f"{name} = {value}", f"{name} = {value}.to(tl.int64)", made[0].lineno,
+               elsewhere=made[0].lineno != line)
+
+
+def _cast(side):
+    inner = side[1:-1] if side.startswith("(") and side.endswith(")") and \
+        _balanced(side[1:-1]) else side
+    return f"tl.cast({inner}, tl.int64)"
+
+
+def _balanced(text):
+    depth = 0
+    for character in text:
+        depth += {"(": 1, ")": -1}.get(character, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _late_cast(file, line, product):
+    """The cast written around ``product`` on ``file:line`` (``tl.cast(a * b, tl.int64)``,
+    ``(a * b).to(tl.int64)``), as written; None if there is none."""
+    source = "".join(linecache.getlines(file))
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    wanted = _normal(product)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.lineno <= line <= node.end_lineno:
+            continue
+        function = node.func
+        if isinstance(function, ast.Attribute) and function.attr == "to":
+            inside = function.value
+        elif (isinstance(function, ast.Attribute) and function.attr == "cast"
+              or isinstance(function, ast.Name) and function.id == "cast") and node.args:
+            inside = node.args[0]
+        else:
+            continue
+        if _normal(ast.get_source_segment(source, inside) or "") == wanted:
+            return " ".join((ast.get_source_segment(source, node) or "").split())
+    return None
+
+
+def _normal(expression):
+    text = re.sub(r"\s+", "", expression)
+    while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+        text = text[1:-1]
+    return text

@@ -1,0 +1,98 @@
+"""Baselines that age well: every entry carries a reason (``--write-baseline`` leaves a
+placeholder, ``--baseline`` warns while one is left), entries that no longer match a finding
+are reported as stale, and ``--prune-baseline`` removes them, keeping the others' reasons."""
+
+import json
+
+import pytest
+
+from tests.lint_cli import run_lint
+from triton_overflow.lint.baseline import PLACEHOLDER
+
+pytestmark = [pytest.mark.static, pytest.mark.selftest]
+
+TWO_PRODUCTS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def two_tables_kernel(a_ptr, b_ptr, stride_a, stride_b, BLOCK: tl.constexpr = 128):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    tl.store(a_ptr + row * stride_a + cols, 1.0)
+    tl.store(b_ptr + row * stride_b + cols, 1.0)
+'''
+
+OTHER_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def other_kernel(x_ptr, stride, BLOCK: tl.constexpr = 128):
+    tl.store(x_ptr + tl.program_id(0) * stride + tl.arange(0, BLOCK), 1.0)
+'''
+
+
+def _entries(path):
+    return {entry["product"]: entry for entry in json.loads(path.read_text())["findings"]}
+
+
+def test_written_entries_wait_for_a_reason_and_keep_the_one_given(tmp_path):
+    kernel = tmp_path / "tables.py"
+    kernel.write_text(TWO_PRODUCTS)
+    baseline = tmp_path / "baseline.json"
+    written = run_lint(kernel, "--write-baseline", baseline)
+    assert written.returncode == 0 and "2 need a reason" in written.stderr, written.stderr
+    entries = _entries(baseline)
+    assert {e["reason"] for e in entries.values()} == {PLACEHOLDER}
+    checked = run_lint(kernel, "--baseline", baseline)
+    assert checked.returncode == 0
+    assert "2 entries of the baseline" in checked.stderr and "give no reason" in checked.stderr
+    data = json.loads(baseline.read_text())
+    data["findings"][0]["reason"] = "stride_a is at most 4096 and rows at most 1024"
+    baseline.write_text(json.dumps(data))
+    checked = run_lint(kernel, "--baseline", baseline)
+    assert "1 entries of the baseline" in checked.stderr, checked.stderr
+    # Written again over itself, the baseline keeps the reason given.
+    run_lint(kernel, "--write-baseline", baseline)
+    reasons = {e["reason"] for e in _entries(baseline).values()}
+    assert reasons == {PLACEHOLDER, "stride_a is at most 4096 and rows at most 1024"}
+
+
+def test_stale_entries_are_reported_and_pruned_only_where_their_kernel_was_checked(tmp_path):
+    kernel = tmp_path / "tables.py"
+    kernel.write_text(TWO_PRODUCTS)
+    other = tmp_path / "other.py"
+    other.write_text(OTHER_KERNEL)
+    baseline = tmp_path / "baseline.json"
+    assert run_lint(tmp_path, "--write-baseline", baseline).returncode == 0
+    assert set(_entries(baseline)) == {"row * stride_a", "row * stride_b",
+                                       "tl.program_id(0) * stride"}
+    kernel.write_text(TWO_PRODUCTS.replace("row * stride_a", "tl.cast(row, tl.int64) * stride_a"))
+    # Only tables.py is checked: other.py's entry is not stale, however long unmatched.
+    checked = run_lint(kernel, "--baseline", baseline, "--format", "json")
+    assert checked.returncode == 0
+    report = json.loads(checked.stdout)["baseline"]
+    assert [e["product"] for e in report["stale"]] == ["row * stride_a"]
+    assert "1 entries of the baseline" in checked.stderr and "match no finding" in checked.stderr
+    assert "tables.py: two_tables_kernel: `row * stride_a`" in checked.stderr
+    pruned = run_lint(kernel, "--baseline", baseline, "--prune-baseline")
+    assert pruned.returncode == 0 and "removed 1 stale entries" in pruned.stderr
+    assert set(_entries(baseline)) == {"row * stride_b", "tl.program_id(0) * stride"}
+    again = run_lint(kernel, "--baseline", baseline)
+    assert "match no finding" not in again.stderr and again.returncode == 0
+
+
+def test_pruning_needs_a_baseline_and_an_old_baseline_still_reads(tmp_path):
+    kernel = tmp_path / "tables.py"
+    kernel.write_text(TWO_PRODUCTS)
+    refused = run_lint(kernel, "--prune-baseline")
+    assert refused.returncode == 2 and "--prune-baseline needs --baseline" in refused.stderr
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"version": 1, "findings": [
+        {"file": str(kernel.name), "kernel": "two_tables_kernel", "product": "row * stride_a"}]}))
+    checked = run_lint(kernel.name, "--baseline", old.name, cwd=tmp_path)
+    assert checked.returncode == 1 and "1 not in the baseline" in checked.stdout, checked.stdout
+    assert "give no reason" in checked.stderr

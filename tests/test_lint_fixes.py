@@ -1,0 +1,158 @@
+"""Every finding names its fix, and the fix compiles and holds: written into the kernel, the
+product is gone and the kernel still builds, including where the cast was written after the
+multiply (``tl.cast(B * T, tl.int64)``, ``(row * stride).to(tl.int64)``)."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.lint_cli import ROOT, run_lint
+from triton_overflow.lint.report import JSON_SCHEMA
+
+pytestmark = [pytest.mark.static, pytest.mark.selftest]
+PLANTED = ROOT / "tests" / "planted"
+
+CAST_AFTER = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def cast_after_product_kernel(x_ptr, out_ptr, B, T, stride, N: tl.constexpr = 128):
+    row = tl.program_id(0)
+    cols = tl.arange(0, N)
+    x = tl.load(x_ptr + tl.cast(B * T, tl.int64) + cols)
+    tl.store(out_ptr + (row * stride).to(tl.int64) + cols, x)
+
+
+@triton.jit
+def branch_joined_kernel(x_ptr, stride, flag, N: tl.constexpr = 128):
+    row = tl.program_id(0)
+    if flag > 0:
+        off = row * stride
+    else:
+        off = row
+    tl.store(x_ptr + off + tl.arange(0, N), 1.0)
+'''
+
+
+def _json(*args):
+    done = run_lint(*args, "--format", "json")
+    return done, json.loads(done.stdout)
+
+
+def _findings(report):
+    return [f for kernel in report["kernels"] for f in kernel["findings"]]
+
+
+def apply_fixes(path, findings):
+    """Write each finding's fix into ``path``, as a reviewer would; returns those that could
+    not be placed (their source spans lines)."""
+    lines = path.read_text().splitlines(keepends=True)
+    unplaced = []
+    for fix in {(f["fix"]["line"], f["fix"]["replace"], f["fix"]["with"]) for f in findings}:
+        line, before, after = fix
+        if before in lines[line - 1]:
+            lines[line - 1] = lines[line - 1].replace(before, after)
+        else:
+            unplaced.append(fix)
+    path.write_text("".join(lines))
+    return unplaced
+
+
+def test_a_cast_after_the_multiply_is_reported_with_the_cast_moved_before_it(tmp_path):
+    path = tmp_path / "late.py"
+    path.write_text(CAST_AFTER)
+    done, report = _json(path)
+    found = {(f["kernel"], f["product"]): f for f in _findings(report)}
+    late_sum = found["cast_after_product_kernel", "B * T"]
+    late_row = found["cast_after_product_kernel", "row * stride"]
+    assert late_sum["cast_after"] and late_row["cast_after"]
+    assert "only after the multiply" in late_sum["message"]
+    assert (late_sum["fix"]["replace"], late_sum["fix"]["with"]) == (
+        "tl.cast(B * T, tl.int64)", "tl.cast(B, tl.int64) * T")
+    assert (late_row["fix"]["replace"], late_row["fix"]["with"]) == (
+        "(row * stride).to(tl.int64)", "tl.cast(row, tl.int64) * stride")
+    # ``row`` is made once, from a program id: widened there, both branches join i64 values.
+    joined = found["branch_joined_kernel", "row * stride"]
+    assert not joined["cast_after"]
+    assert (joined["fix"]["line"], joined["fix"]["replace"], joined["fix"]["with"]) == (
+        16, "row = tl.program_id(0)", "row = tl.program_id(0).to(tl.int64)")
+    assert late_row["level"] == "error" and done.returncode == 1
+
+
+def test_the_fixes_compile_and_leave_no_product(tmp_path):
+    """Planted overflows, kernels as engines ship them, a branch that joins the product with
+    another value (a product widened alone there does not compile): every fix written in, each
+    kernel still compiles and the products are gone."""
+    for name in ("overflowing.py", "shipped_overflowing.py"):
+        shutil.copy(PLANTED / name, tmp_path / name)
+    (tmp_path / "late.py").write_text(CAST_AFTER)
+    _, before = _json(tmp_path)
+    found = _findings(before)
+    assert len(found) > 30 and all(f["fix"] for f in found if f["level"] == "error")
+    for path in sorted(tmp_path.glob("*.py")):
+        assert not apply_fixes(path, [f for f in found if Path(f["file"]).name == path.name
+                                      and f["fix"]])
+    done, after = _json(tmp_path)
+    assert after["not_checked"] == [] and len(after["kernels"]) == len(before["kernels"])
+    left = [(f["file"], f["line"], f["product"]) for f in _findings(after)]
+    # Only the product inside Triton's own tl.swizzle2d, which has no fix to write, is left.
+    assert [product for _, _, product in left] == ["a product inside tl.swizzle2d()"], left
+    assert done.returncode == 0
+
+
+def test_tl_cast_compiles_where_an_argument_is_a_compile_time_constant(tmp_path):
+    """Triton makes an int argument equal to 1 a constant, which has no ``.to``: that is why
+    the fix casts with ``tl.cast``."""
+    kernel = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def widened_kernel(x_ptr, B: tl.constexpr, T, N: tl.constexpr = 128):
+    tl.store(x_ptr + WIDENED + tl.arange(0, N), 1.0)
+'''
+    cast = tmp_path / "cast.py"
+    cast.write_text(kernel.replace("WIDENED", "tl.cast(B, tl.int64) * T"))
+    method = tmp_path / "method.py"
+    method.write_text(kernel.replace("WIDENED", "B.to(tl.int64) * T"))
+    assert run_lint(cast).returncode == 0
+    refused = run_lint(method)
+    assert refused.returncode == 2 and "could not check widened_kernel" in refused.stdout
+
+
+def test_every_error_carries_its_fix_in_text_json_and_sarif():
+    path = PLANTED / "overflowing.py"
+    text = run_lint(path).stdout.splitlines()
+    errors = [n for n, line in enumerate(text) if ": error: " in line]
+    assert len(errors) >= 15
+    assert all(re.match(r"^    fix: replace `.+` with `.+`", text[n + 1]) for n in errors), text
+    _, report = _json(path)
+    assert all(f["fix"] and f["fix"]["text"] for f in _findings(report) if f["level"] == "error")
+    sarif = json.loads(run_lint(path, "--format", "sarif").stdout)
+    results = [r for r in sarif["runs"][0]["results"] if r["level"] == "error"]
+    assert len(results) == len(errors)
+    assert all("\nFix: replace" in r["message"]["text"] and r["fixes"] for r in results)
+    placed = [r["fixes"][0]["artifactChanges"][0]["replacements"][0] for r in results
+              if "artifactChanges" in r["fixes"][0]]
+    assert placed and all(p["insertedContent"]["text"] for p in placed)
+
+
+def test_the_json_report_follows_its_published_schema(tmp_path):
+    path = tmp_path / "late.py"
+    path.write_text(CAST_AFTER)
+    baseline = tmp_path / "baseline.json"
+    assert run_lint(path, "--write-baseline", baseline).returncode == 0
+    _, report = _json(path, "--baseline", baseline)
+    schema = json.loads(JSON_SCHEMA.read_text())
+    jsonschema.validate(report, schema)
+    assert report["schema_version"] == schema["properties"]["schema_version"]["const"] == 1
+    broken = dict(report, kernels=[{"kernel": "k"}])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
