@@ -1,0 +1,166 @@
+"""The action at the repository root (``action.yml``), as a runner calls it: its metadata passes
+actionlint, and its one script, given the inputs as ``INPUT_*`` variables, prints annotations on
+the right lines, writes a SARIF file that code scanning accepts, and fails the step per the
+level chosen."""
+
+import json
+import os
+import subprocess
+import sys
+
+import jsonschema
+import pytest
+
+from tests.lint_cli import ROOT, WITHOUT_INTERPRETER
+from tests.test_packaging import _actionlint
+
+pytestmark = [pytest.mark.static, pytest.mark.selftest]
+SCRIPT = ROOT / "action" / "lint.sh"
+
+PLANTED = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gather_rows_kernel(x_ptr, idx_ptr, out_ptr, stride, n, BLOCK: tl.constexpr = 128):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    src = tl.load(idx_ptr + row)
+    tl.store(out_ptr + row * stride + cols, tl.load(x_ptr + src * stride + cols))
+
+
+@triton.jit
+def two_arguments_kernel(x_ptr, B, T, BLOCK: tl.constexpr = 128):
+    tl.store(x_ptr + tl.cast(B * T, tl.int64) + tl.arange(0, BLOCK), 1.0)
+'''
+
+# What GitHub code scanning requires of an uploaded SARIF file (its "SARIF support" page):
+# version 2.1.0, a tool driver with a name and rules, and per result a rule id the driver
+# declares, a level, a message and a location with a relative URI and a start line.
+CODE_SCANNING_SARIF = {
+    "type": "object",
+    "required": ["version", "runs"],
+    "properties": {
+        "version": {"const": "2.1.0"},
+        "runs": {"type": "array", "minItems": 1, "items": {
+            "type": "object",
+            "required": ["tool", "results"],
+            "properties": {
+                "tool": {"type": "object", "required": ["driver"], "properties": {
+                    "driver": {"type": "object", "required": ["name", "rules"]}}},
+                "results": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["ruleId", "level", "message", "locations"],
+                    "properties": {
+                        "level": {"enum": ["none", "note", "warning", "error"]},
+                        "message": {"type": "object", "required": ["text"]},
+                        "locations": {"type": "array", "minItems": 1, "items": {
+                            "type": "object", "required": ["physicalLocation"],
+                            "properties": {"physicalLocation": {
+                                "type": "object", "required": ["artifactLocation", "region"],
+                                "properties": {
+                                    "artifactLocation": {
+                                        "type": "object", "required": ["uri"],
+                                        "properties": {"uri": {"not": {"pattern": "^/"}}}},
+                                    "region": {"type": "object", "required": ["startLine"],
+                                               "properties": {"startLine": {"minimum": 1}}},
+                                }}}}},
+                    }}},
+            }}},
+    },
+}
+
+
+def run_action(workdir, **inputs):
+    """The script as the runner runs it: inputs in INPUT_*, outputs to GITHUB_OUTPUT, in the
+    checkout; the suite already installed (``install: false``) in this Python."""
+    output = workdir / "github-output"
+    output.write_text("")
+    env = {**WITHOUT_INTERPRETER, "ACTION_PATH": str(ROOT), "GITHUB_OUTPUT": str(output),
+           "INPUT_INSTALL": "false", "INPUT_PYTHON": sys.executable, "INPUT_PATHS": "kernels",
+           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    env.update({f"INPUT_{name.upper()}": value for name, value in inputs.items()})
+    done = subprocess.run(["bash", str(SCRIPT)], cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=300)
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    return done, outputs
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "gather.py").write_text(PLANTED)
+    return tmp_path
+
+
+def test_the_action_metadata_passes_actionlint_through_a_workflow_that_uses_it(tmp_path):
+    """actionlint reads ``action.yml`` where a workflow uses ``./``; a misspelt input fails."""
+    workflow = ROOT / ".github" / "workflows" / "overflow-lint.yml"
+    assert "uses: ./" in workflow.read_text()
+    done = _actionlint(workflow)
+    assert done.returncode == 0, done.stdout + done.stderr
+    broken = ROOT / ".github" / "workflows" / f"broken-{os.getpid()}.yml"
+    broken.write_text(workflow.read_text().replace("fail-on: error", "fail-level: error"))
+    try:
+        done = _actionlint(broken)
+    finally:
+        broken.unlink()
+    assert done.returncode != 0 and 'input "fail-level" is not defined' in done.stdout
+
+
+def test_annotations_name_each_line_and_its_fix_and_fail_at_the_chosen_level(checkout):
+    done, outputs = run_action(checkout, output="annotations", fail_on="error")
+    annotations = [line for line in done.stdout.splitlines() if line.startswith("::")]
+    errors = [line for line in annotations if line.startswith("::error file=")]
+    assert [line.split(",")[1] for line in errors] == ["line=11", "line=11"], annotations
+    assert all("file=kernels/gather.py" in line and "%0AFix: replace" in line for line in errors)
+    (warning, ) = [line for line in annotations if line.startswith("::warning file=")]
+    assert "line=16" in warning and "tl.cast(B, tl.int64) * T" in warning
+    assert done.returncode == 1 and outputs["exit-code"] == "1", done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].startswith("::error title=triton-overflow::")
+
+    never, outputs = run_action(checkout, output="annotations", fail_on="never")
+    assert never.returncode == 0 and outputs["exit-code"] == "1"
+    assert [line for line in never.stdout.splitlines() if line.startswith("::error file=")]
+
+
+def test_a_warning_fails_the_step_only_when_the_level_says_so(checkout):
+    (checkout / "kernels" / "gather.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n" + PLANTED[PLANTED.index(
+            "@triton.jit\ndef two_arguments"):])
+    passed, outputs = run_action(checkout, fail_on="error")
+    assert passed.returncode == 0 and outputs["exit-code"] == "0", passed.stdout + passed.stderr
+    failed, outputs = run_action(checkout, fail_on="warning")
+    assert failed.returncode == 1 and outputs["exit-code"] == "1"
+
+
+def test_sarif_output_is_a_file_code_scanning_accepts(checkout):
+    done, outputs = run_action(checkout, output="sarif", sarif_file="out.sarif",
+                               fail_on="never")
+    assert done.returncode == 0 and outputs["sarif-file"] == "out.sarif", done.stderr
+    sarif = json.loads((checkout / "out.sarif").read_text())
+    jsonschema.validate(sarif, CODE_SCANNING_SARIF)
+    rules = {rule["id"] for rule in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    results = sarif["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} <= rules
+    assert sorted((r["level"], r["locations"][0]["physicalLocation"]["region"]["startLine"])
+                  for r in results) == [("error", 11), ("error", 11), ("warning", 16)]
+    assert all(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+               == "kernels/gather.py" for r in results)
+    failing, outputs = run_action(checkout, output="sarif", sarif_file="out.sarif")
+    assert failing.returncode == 1 and outputs["exit-code"] == "1"
+
+
+def test_a_baseline_silences_its_findings_and_bad_inputs_are_refused(checkout):
+    baseline = checkout / "overflow-baseline.json"
+    subprocess.run([sys.executable, "-m", "triton_overflow", "lint", "kernels",
+                    "--write-baseline", baseline.name], cwd=checkout, env=WITHOUT_INTERPRETER,
+                   capture_output=True, timeout=300, check=True)
+    done, outputs = run_action(checkout, baseline=baseline.name)
+    assert done.returncode == 0 and outputs["exit-code"] == "0", done.stdout + done.stderr
+    assert not [line for line in done.stdout.splitlines() if line.startswith("::error")]
+    assert "title=baseline entry without a reason" in done.stdout
+    refused, _ = run_action(checkout, fail_on="errors")
+    assert refused.returncode == 2 and "fail-on must be error, warning, note or never" in \
+        refused.stdout
