@@ -39,6 +39,7 @@ def test_the_wheel_holds_only_triton_overflow(tmp_path):
     packages = {top for top in tops if not top.endswith((".dist-info", ".data"))}
     assert packages == {"triton_overflow"}, tops
     assert "triton_overflow/py.typed" in zipfile.ZipFile(wheel).namelist()
+    assert "triton_overflow/lint/schemas/lint-report-v1.json" in zipfile.ZipFile(wheel).namelist()
 
 
 def test_the_pre_commit_hook_passes_files_without_kernels(tmp_path):
@@ -74,3 +75,18 @@ def test_actionlint_fails_a_broken_workflow(tmp_path):
                       "      - uses: actions/checkout@v4\n        with: {unknown_key: 1}\n"
                       "    timeout-minutes: sometimes\n")
     assert _actionlint(broken).returncode != 0
+
+
+def test_the_readme_names_the_triton_versions_ci_runs():
+    """The version table's `.ci/run` rows are the pinned Triton and the versions .ci/run hands
+    to ci/compat.sh, and nothing else."""
+    import re
+    pinned = re.search(r"^triton==(\S+)$", (ROOT / "ci" / "requirements-cpu.txt").read_text(),
+                       re.M)[1]
+    newest = re.findall(r"^bash ci/compat\.sh (.+)$", (ROOT / ".ci" / "run").read_text(), re.M)
+    assert len(newest) == 1, "`.ci/run` calls ci/compat.sh once, with the versions it tests"
+    ci_versions = {pinned, *newest[0].split()}
+    table = [line for line in (ROOT / "README.md").read_text().splitlines()
+             if line.startswith("| ") and "`.ci/run`" in line]
+    readme_versions = {re.match(r"\| (\d+\.\d+\.\d+)", line)[1] for line in table}
+    assert readme_versions == ci_versions, (readme_versions, ci_versions)
