@@ -29,9 +29,15 @@ python=${INPUT_PYTHON:-python3}
 if [ "${INPUT_INSTALL:-true}" = true ]; then
     venv="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/triton-overflow-venv"
     echo "::group::Installing the suite into $venv"
-    "$python" -m venv "$venv" && "$venv/bin/python" -m pip install --quiet \
-        --disable-pip-version-check "${ACTION_PATH:?names the folder of action.yml}" \
-        || fail "could not install the suite from $ACTION_PATH"
+    # The lint needs Triton and numpy only: the suite's other dependencies (torch among them)
+    # serve the huge-case tiers.
+    triton="triton${INPUT_TRITON_VERSION:+==$INPUT_TRITON_VERSION}"
+    [ -n "${INPUT_TRITON_VERSION:-}" ] || triton="triton>=3.4,<3.10"
+    "$python" -m venv "$venv" \
+        && "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$triton" numpy \
+        && "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+            "${ACTION_PATH:?names the folder of action.yml}" \
+        || fail "could not install $triton and the suite from $ACTION_PATH"
     echo "::endgroup::"
     python="$venv/bin/python"
 fi

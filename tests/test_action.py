@@ -80,6 +80,9 @@ def run_action(workdir, **inputs):
     env = {**WITHOUT_INTERPRETER, "ACTION_PATH": str(ROOT), "GITHUB_OUTPUT": str(output),
            "INPUT_INSTALL": "false", "INPUT_PYTHON": sys.executable, "INPUT_PATHS": "kernels",
            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    runner_temp = inputs.pop("runner_temp_dir", None)
+    if runner_temp:
+        env["RUNNER_TEMP"] = runner_temp
     env.update({f"INPUT_{name.upper()}": value for name, value in inputs.items()})
     done = subprocess.run(["bash", str(SCRIPT)], cwd=workdir, env=env, capture_output=True,
                           text=True, timeout=300)
@@ -164,3 +167,21 @@ def test_a_baseline_silences_its_findings_and_bad_inputs_are_refused(checkout):
     refused, _ = run_action(checkout, fail_on="errors")
     assert refused.returncode == 2 and "fail-on must be error, warning, note or never" in \
         refused.stdout
+
+
+def test_the_step_installs_what_the_lint_needs_and_nothing_more(checkout, tmp_path):
+    """``install: true``: a fresh environment with the Triton asked for, numpy and the suite,
+    no torch; the lint runs from it."""
+    import triton
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    done, outputs = run_action(checkout, install="true", triton_version=triton.__version__,
+                               runner_temp_dir=str(runner_temp))
+    assert done.returncode == 1 and outputs["exit-code"] == "1", done.stdout + done.stderr
+    assert [line.split(",")[1] for line in done.stdout.splitlines()
+            if line.startswith("::error file=")] == ["line=11", "line=11"]
+    venv_python = runner_temp / "triton-overflow-venv" / "bin" / "python"
+    installed = subprocess.run([str(venv_python), "-c", "import importlib.util, triton; print("
+                                "triton.__version__, importlib.util.find_spec('torch') is None)"],
+                               capture_output=True, text=True, timeout=120)
+    assert installed.stdout.split() == [triton.__version__, "True"], installed.stderr
