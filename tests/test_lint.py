@@ -486,6 +486,31 @@ def test_a_sum_times_a_stride_keeps_its_parentheses(tmp_path):
     assert "wraps once (row + 1) * stride reaches 2**31" in done.stdout, done.stdout
 
 
+NESTED_KERNEL = """
+import triton
+import triton.language as tl
+
+FIELDS = tl.constexpr(4)
+
+
+@triton.jit
+def part_fields_kernel(stats_ptr, parts, PARTS: tl.constexpr = 16):
+    row = tl.program_id(0)
+    lanes = tl.arange(0, PARTS)
+    tl.store(stats_ptr + (row * parts + lanes) * FIELDS, 1.0)
+"""
+
+
+def test_a_product_around_another_is_told_from_it_on_every_triton(tmp_path):
+    """Triton 3.8 moved an op's source column from the right operand to the expression's
+    start, where the inner product starts one character later: both are still reported, each
+    as written."""
+    done = run_lint(_write(tmp_path, "nested.py", NESTED_KERNEL), "--format", "json")
+    found = json.loads(done.stdout)["kernels"][0]["findings"]
+    assert sorted(f["product"] for f in found) == ["(row * parts + lanes) * FIELDS",
+                                                   "row * parts"], found
+
+
 UNSIGNED_KERNEL = """
 import triton
 import triton.language as tl

@@ -56,6 +56,12 @@ def require_interpreter():
         raise UnsupportedTriton(problem)
 
 
+def source_columns_are_starts():
+    """Where an op's source column points: up to Triton 3.7, 0-based at the right operand of a
+    binary operation; from 3.8, 1-based at the start of the expression."""
+    return triton_version() >= (3, 8)
+
+
 def block_pointers_supported():
     """Triton 3.9 removed ``tl.make_block_ptr`` in favour of tensor descriptors."""
     return triton_version() < (3, 9)

@@ -18,6 +18,7 @@ import linecache
 import re
 from dataclasses import dataclass, field
 
+from triton_overflow import compat
 from triton_overflow.lint.fixes import Fix, widening
 from triton_overflow.lint.flow import Flow, is_i32
 from triton_overflow.lint.levels import ERROR, LEVELS, WARNING, Levels
@@ -316,7 +317,9 @@ def product_parts(file, line, column, shift=False, nested=None):
     if nested is not None:
         shaped = [(n, r) for n, r in on_line if sorted(_sides_nested(n, wanted)) == sorted(nested)]
         on_line = shaped or on_line
-    chosen = (_innermost([n for n, r in on_line if _contains(r, line, column)])
+    starting = [n for n, r in on_line if (n.lineno, n.col_offset) == (line, column)]
+    chosen = ((compat.source_columns_are_starts() and _innermost(starting))
+              or _innermost([n for n, r in on_line if _contains(r, line, column)])
               or _innermost([n for n, r in on_line if _contains(n, line, column)])
               or (on_line[0][0] if len(on_line) == 1 else None))
     if chosen is None:

@@ -328,10 +328,18 @@ def _in_triton(file):
 
 
 def _location(line, aliases):
+    """(file, line, 0-based column) of a printed op: where ``compat.source_columns_are_starts``,
+    the column of the expression's start, else that of a binary operation's right operand."""
     match = _TRAILING_LOC.search(line)
     if not match:
         return ("", 0, 0)
-    return _resolve(match.group(1), aliases, 0)
+    file, number, column = _resolve(match.group(1), aliases, 0)
+    return file, number, max(0, column - _COLUMN_BASE())
+
+
+@functools.cache
+def _COLUMN_BASE():
+    return 1 if compat.source_columns_are_starts() else 0
 
 
 def _resolve(loc, aliases, depth):
