@@ -4,7 +4,8 @@
 # as INPUT_* variables; anything else that sets them (a test, another CI) can run it the same way.
 #
 # Exit codes: 0 the gate passes; 1 findings at or above INPUT_FAIL_ON, not in the baseline;
-# 2 kernels not checked (with INPUT_FAIL_ON_UNCHECKED=true) or an input it cannot use.
+# 2 kernels not checked (with INPUT_FAIL_ON_UNCHECKED=true) or an input it cannot use (the
+# lint's own usage errors, exit 3, among them: a misspelt envelope name never passes the gate).
 # The lint's own exit code goes to the step's output exit-code either way.
 set -uo pipefail
 
@@ -74,5 +75,6 @@ case "$code" in
        fi
        echo "::warning title=triton-overflow::some kernels could not be checked, or none was found"
        exit 0 ;;
+    3) fail "the lint refused its arguments (see its message above): check the inputs" ;;
     *) fail "the lint ended with exit code $code" ;;
 esac

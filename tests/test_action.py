@@ -167,6 +167,10 @@ def test_a_baseline_silences_its_findings_and_bad_inputs_are_refused(checkout):
     refused, _ = run_action(checkout, fail_on="errors")
     assert refused.returncode == 2 and "fail-on must be error, warning, note or never" in \
         refused.stdout
+    misspelt, outputs = run_action(checkout, limits="strid=4096")
+    assert misspelt.returncode == 2 and outputs["exit-code"] == "3", misspelt.stdout
+    assert "::error title=triton-overflow action::the lint refused its arguments" in \
+        misspelt.stdout and "strid" in misspelt.stderr
 
 
 def test_the_step_installs_what_the_lint_needs_and_nothing_more(checkout, tmp_path):

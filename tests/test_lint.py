@@ -316,8 +316,18 @@ def test_limits_say_whether_an_envelope_reaches_the_wrap(tmp_path):
 def test_limits_with_a_name_no_kernel_has_are_refused_with_the_valid_ones(tmp_path):
     path = _write(tmp_path, "bug.py", BUGGY_KERNEL)
     done = run_lint(path, "--limits", "rows=16384,strid=131072")
-    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.returncode == 3, done.stdout + done.stderr
     assert "strid" in done.stderr and "stride, x_ptr" in done.stderr, done.stderr
+
+
+def test_a_usage_error_exits_3_not_a_verdict(tmp_path):
+    """0, 1 and 2 are the check's verdicts; a command it cannot run as asked exits 3."""
+    path = _write(tmp_path, "bug.py", BUGGY_KERNEL)
+    assert run_lint(path, "--fail-on", "errors").returncode == 3
+    assert run_lint().returncode == 3
+    unreadable = _write(tmp_path, "baseline.json", "{")
+    done = run_lint(path, "--baseline", unreadable)
+    assert done.returncode == 3 and "cannot read the baseline" in done.stderr
 
 
 def test_a_baseline_fails_only_on_new_findings_and_survives_moved_lines(tmp_path):

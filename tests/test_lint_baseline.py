@@ -89,7 +89,7 @@ def test_pruning_needs_a_baseline_and_an_old_baseline_still_reads(tmp_path):
     kernel = tmp_path / "tables.py"
     kernel.write_text(TWO_PRODUCTS)
     refused = run_lint(kernel, "--prune-baseline")
-    assert refused.returncode == 2 and "--prune-baseline needs --baseline" in refused.stderr
+    assert refused.returncode == 3 and "--prune-baseline needs --baseline" in refused.stderr
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"version": 1, "findings": [
         {"file": str(kernel.name), "kernel": "two_tables_kernel", "product": "row * stride_a"}]}))

@@ -1,7 +1,7 @@
 """The command line: ``triton-overflow`` (or ``python -m triton_overflow``).
 
 * ``lint PATH...``: the static check (exit 0 no error, 1 an error, 2 no error but not everything
-  checked);
+  checked, 3 a usage error: nothing was checked);
 * ``record -o FILE -- COMMAND...``: run any command with Triton's launches recorded;
 * ``validate``: run the test suite and print the kernel x detector table.
 """
@@ -13,7 +13,8 @@ EPILOG = ("levels: error (can pass 2**31 at a realistic shape), warning and note
           "the kernel states). Exit codes of lint: 0 every kernel checked and no error; 1 at "
           "least one error (with --fail-on warning, a warning too; with --baseline, only those "
           "not in it); 2 no error, but nothing found, nothing checked, or some kernels not "
-          "checked")
+          "checked; 3 the command was used wrongly (an unknown option or a bad value, an "
+          "unreadable baseline or launches file): nothing was checked")
 
 
 # The lint command's options: (flags, argparse keywords).
@@ -52,10 +53,21 @@ LINT_OPTIONS = (
 )
 
 
+USAGE_ERROR = 3  # lint's exit codes 0-2 are its verdicts
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on a usage error; 2 is a verdict of lint's, so usage errors exit 3."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
 def parser():
     """The argument parser of every command."""
-    top = argparse.ArgumentParser(prog="triton-overflow", description=__doc__,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    top = _Parser(prog="triton-overflow", description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = top.add_subparsers(dest="command", required=True)
     lint = commands.add_parser(
         "lint", help="static check: i32 multiplies that feed pointer offsets", epilog=EPILOG)
@@ -110,32 +122,26 @@ def _lint(args):
     from triton_overflow.lint import launches, report as formats
     from triton_overflow.lint import lint
 
-    if args.launches:
-        result = launches.lint_launches(args.launches, args.paths)
-    else:
-        if not args.paths:
-            print("lint: name at least one kernel file, folder or module (or --launches FILE)",
-                  file=sys.stderr)
-            return 2
-        facts = None
-        try:
-            if args.limits:
-                facts = launches.parse_limits(args.limits)
-            result = lint(args.paths, twins=args.twins, facts=facts, execute=not args.no_exec)
-        except ValueError as error:
-            print(f"lint: {error}", file=sys.stderr)
-            return 2
-    result.fail_on = args.fail_on
+    if not args.paths and not args.launches:
+        return _usage_error("name at least one kernel file, folder or module (or --launches "
+                            "FILE)")
     if args.prune_baseline and not args.baseline:
-        print("lint: --prune-baseline needs --baseline FILE", file=sys.stderr)
-        return 2
-    if args.baseline:
-        from triton_overflow.lint.baseline import Baseline
-        try:
-            result.baseline = Baseline.load(args.baseline)
-        except ValueError as error:
-            print(f"lint: {error}", file=sys.stderr)
-            return 2
+        return _usage_error("--prune-baseline needs --baseline FILE")
+    baseline = None
+    try:
+        if args.baseline:
+            from triton_overflow.lint.baseline import Baseline
+            baseline = Baseline.load(args.baseline)
+        if args.launches:
+            result = launches.lint_launches(args.launches, args.paths)
+        else:
+            facts = launches.parse_limits(args.limits) if args.limits else None
+            result = lint(args.paths, twins=args.twins, facts=facts, execute=not args.no_exec)
+    except ValueError as error:
+        return _usage_error(str(error))
+    result.fail_on = args.fail_on
+    if baseline is not None:
+        result.baseline = baseline
         _baseline_health(result, prune=args.prune_baseline)
     if args.format == "text":
         text = formats.as_text(result, args.paths)
@@ -158,6 +164,11 @@ def _lint(args):
               file=sys.stderr)
         return 0 if result.results else result.exit_code
     return result.exit_code
+
+
+def _usage_error(message):
+    print(f"lint: {message}", file=sys.stderr)
+    return USAGE_ERROR
 
 
 def _baseline_health(result, prune):

@@ -11,7 +11,8 @@ shape), ``warning`` or ``note`` (bounded by what the kernel states, the bound sa
 
 Exit codes: 0 every kernel checked and no error (warnings and notes are printed); 1 at least
 one error (whatever else happened; ``fail_on`` may lower the bar to warnings); 2 no error, but
-nothing found, nothing checked, or some kernels not checked.
+nothing found, nothing checked, or some kernels not checked. The command line exits 3 on a
+usage error (``cli.USAGE_ERROR``), before anything is checked.
 """
 
 import warnings
