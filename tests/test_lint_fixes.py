@@ -156,3 +156,23 @@ def test_the_json_report_follows_its_published_schema(tmp_path):
     broken = dict(report, kernels=[{"kernel": "k"}])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, schema)
+
+
+def test_the_fixes_restore_the_int32_twins_of_our_kernels(tmp_path):
+    """The twins are our thirteen kernels with every widening undone: their findings' fixes,
+    written in, leave kernels that compile with no product left (the widenings, found again)."""
+    from triton_overflow.twin import write_twin
+    twins = []
+    for module in sorted((ROOT / "kernels").glob("[!_]*.py")):
+        if "tl.int64" in module.read_text():
+            twins.append(shutil.copy(write_twin(module), tmp_path / module.name))
+    assert len(twins) >= 8
+    _, before = _json(tmp_path)
+    found = _findings(before)
+    assert len(found) >= 40 and before["not_checked"] == []
+    for twin in twins:
+        apply_fixes(Path(twin), [f for f in found if Path(f["file"]).name == Path(twin).name
+                                 and f["fix"]])
+    done, after = _json(tmp_path)
+    assert after["not_checked"] == [] and len(after["kernels"]) == len(before["kernels"])
+    assert _findings(after) == [] and done.returncode == 0
