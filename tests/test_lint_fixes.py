@@ -12,6 +12,7 @@ import pytest
 
 from tests.lint_cli import ROOT, run_lint
 from triton_overflow.lint.report import JSON_SCHEMA
+from triton_overflow.lint.verify import locate
 
 pytestmark = [pytest.mark.static, pytest.mark.selftest]
 PLANTED = ROOT / "tests" / "planted"
@@ -50,17 +51,20 @@ def _findings(report):
 
 
 def apply_fixes(path, findings):
-    """Write each finding's fix into ``path``, as a reviewer would; returns those that could
-    not be placed (their source spans lines)."""
-    lines = path.read_text().splitlines(keepends=True)
-    unplaced = []
-    for fix in {(f["fix"]["line"], f["fix"]["replace"], f["fix"]["with"]) for f in findings}:
-        line, before, after = fix
-        if before in lines[line - 1]:
-            lines[line - 1] = lines[line - 1].replace(before, after)
-        else:
+    """Write each finding's fix into ``path``, as a reviewer would, last in the file first;
+    returns those whose source could not be found where they say."""
+    text = path.read_text()
+    spans, unplaced = [], []
+    for fix in sorted({(f["fix"]["line"], f["fix"]["replace"], f["fix"]["with"])
+                       for f in findings if f["fix"]["with"] is not None}):
+        span = locate(text, fix[0], fix[1])
+        if span is None:
             unplaced.append(fix)
-    path.write_text("".join(lines))
+        elif not any(span[0] < end and start < span[1] for start, end, _ in spans):
+            spans.append((*span, fix[2]))
+    for start, end, written in sorted(spans, reverse=True):
+        text = text[:start] + written + text[end:]
+    path.write_text(text)
     return unplaced
 
 
@@ -95,6 +99,8 @@ def test_the_fixes_compile_and_leave_no_product(tmp_path):
     _, before = _json(tmp_path)
     found = _findings(before)
     assert len(found) > 30 and all(f["fix"] for f in found if f["level"] == "error")
+    assert all(f["fix"]["verified"] for f in found if f["level"] == "error"), [
+        (f["line"], f["fix"]) for f in found if f["level"] == "error" and not f["fix"]["verified"]]
     for path in sorted(tmp_path.glob("*.py")):
         assert not apply_fixes(path, [f for f in found if Path(f["file"]).name == path.name
                                       and f["fix"]])
@@ -107,8 +113,8 @@ def test_the_fixes_compile_and_leave_no_product(tmp_path):
 
 
 def test_tl_cast_compiles_where_an_argument_is_a_compile_time_constant(tmp_path):
-    """Triton makes an int argument equal to 1 a constant, which has no ``.to``: that is why
-    the fix casts with ``tl.cast``."""
+    """Triton makes an int argument equal to 1 a constexpr at launch, and a constexpr has no
+    ``.to``: that is why the fix casts with ``tl.cast`` (a declared constexpr stands in)."""
     kernel = '''
 import triton
 import triton.language as tl
@@ -159,20 +165,75 @@ def test_the_json_report_follows_its_published_schema(tmp_path):
 
 
 def test_the_fixes_restore_the_int32_twins_of_our_kernels(tmp_path):
-    """The twins are our thirteen kernels with every widening undone: their findings' fixes,
-    written in, leave kernels that compile with no product left (the widenings, found again)."""
+    """The twins are our kernels with every widening undone: their findings' fixes, written
+    in, leave kernels that compile with no product left (the widenings, found again).
+    Top-k/top-p is left out for time: its twin's fixes take a minute more to verify."""
     from triton_overflow.twin import write_twin
     twins = []
     for module in sorted((ROOT / "kernels").glob("[!_]*.py")):
-        if "tl.int64" in module.read_text():
+        if "tl.int64" in module.read_text() and module.stem != "topk_topp":
             twins.append(shutil.copy(write_twin(module), tmp_path / module.name))
-    assert len(twins) >= 8
+    assert len(twins) >= 7
     _, before = _json(tmp_path)
     found = _findings(before)
     assert len(found) >= 40 and before["not_checked"] == []
+    assert all(f["fix"]["verified"] for f in found if f["level"] == "error")
     for twin in twins:
         apply_fixes(Path(twin), [f for f in found if Path(f["file"]).name == Path(twin).name
                                  and f["fix"]])
-    done, after = _json(tmp_path)
+    done, after = _json(tmp_path, "--no-verify-fixes")
     assert after["not_checked"] == [] and len(after["kernels"]) == len(before["kernels"])
     assert _findings(after) == [] and done.returncode == 0
+
+
+CARRIED = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def carried_slot_kernel(x_ptr, idx_ptr, n, stride, N: tl.constexpr = 128):
+    acc = 0
+    for k in range(n):
+        slot = tl.load(idx_ptr + k)
+        acc += slot * stride
+    tl.store(x_ptr + acc + tl.arange(0, N), 1.0)
+
+
+@triton.jit
+def head_chain_kernel(x_ptr, n_heads, stride, N: tl.constexpr = 128):
+    pid = tl.program_id(0)
+    tl.store(x_ptr + pid * n_heads * stride + tl.arange(0, N), 1.0)
+
+
+@triton.jit
+def block_offsets_kernel(x_ptr, n, stride, BM: tl.constexpr = 16):
+    pid = tl.program_id(0)
+    block = tl.make_block_ptr(x_ptr, shape=(n, n), strides=(stride, 1), offsets=(pid * BM, 0),
+                              block_shape=(BM, BM), order=(1, 0))
+    tl.store(x_ptr + pid * stride + tl.arange(0, BM), 1.0)
+    tl.store(block, tl.zeros((BM, BM), tl.float32))
+'''
+
+
+@pytest.mark.skipif(not __import__("triton_overflow").compat.block_pointers_supported(),
+                    reason="this Triton removed tl.make_block_ptr")
+def test_fixes_that_cannot_hold_alone_say_so_and_none_casts_a_product(tmp_path):
+    """A value carried through a loop takes its widening from where it starts too: the edit
+    alone is marked as not holding. A chain widens its first factor, never the product it
+    made. A block pointer keeps its offsets 32-bit: the index named where it is used there is
+    not widened where it is made, and the offset's own fix is advice."""
+    path = tmp_path / "carried.py"
+    path.write_text(CARRIED)
+    _, report = _json(path)
+    found = {(f["kernel"], f["product"]): f for f in _findings(report)}
+    carried = found["carried_slot_kernel", "slot * stride"]["fix"]
+    assert carried["verified"] is False and "did not compile" in carried["text"]
+    chain = found["head_chain_kernel", "pid * n_heads * stride"]["fix"]
+    assert chain["verified"] is True and "tl.cast(pid * n_heads" not in chain["with"]
+    row = found["block_offsets_kernel", "pid * stride"]["fix"]
+    assert (row["replace"], row["with"], row["verified"]) == (
+        "pid * stride", "tl.cast(pid, tl.int64) * stride", True)
+    offset = found["block_offsets_kernel", "pid * BM"]
+    assert not offset["cast_after"] and offset["fix"]["with"] is None
+    assert "block pointers take 32-bit offsets only" in offset["fix"]["text"]

@@ -39,6 +39,7 @@ class KernelResult:
     launch: str = ""  # which recorded launch, if any
     notes: list = field(default_factory=list)  # what its check assumed
     per_variant: list = field(default_factory=list)  # the finding keys of each variant compiled
+    complete: bool = False  # every variant compiled: a product it lacks is not in the kernel
 
 
 @dataclass
@@ -85,12 +86,14 @@ class CompilerDiagnostic(Exception):
     """The error line the compiler printed (MLIR prints, then raises a bare failure)."""
 
 
-def check_kernel(kernel, facts=None):
-    """The ``KernelResult`` of one ``discover.Kernel`` over every variant of its flags."""
+def check_kernel(kernel, facts=None, verify_fixes=True):
+    """The ``KernelResult`` of one ``discover.Kernel`` over every variant of its flags; with
+    ``verify_fixes``, each error's fix is compiled into the kernel to see that it holds."""
     kernel_plan = plan(kernel.jit, kernel.configs)
     types, first_error, compiled = _first_compiling_types(kernel, kernel_plan)
     result = KernelResult(kernel.name, kernel.file, kernel.line, notes=list(kernel_plan.notes))
     findings = {}
+    seen_in = {}  # finding key -> (variant index, types, constexprs, that variant's products)
     errors = []
     for index, variant in enumerate(kernel_plan.constexpr_variants):
         variant_types, constexprs = _apply_variant(types, variant)
@@ -102,13 +105,18 @@ def check_kernel(kernel, facts=None):
             continue
         result.variants += 1
         graph = build_graph(module, context, _arguments(kernel.jit, variant_types))
-        keys = []
-        for finding in find_products(graph, kernel.name, facts):
+        found = find_products(graph, kernel.name, facts)
+        products = [finding.product for finding in found]
+        for finding in found:
             findings.setdefault(finding.key, finding)
-            keys.append(finding.key)
-        result.per_variant.append(keys)
+            seen_in.setdefault(finding.key, (index, variant_types, constexprs, products))
+        result.per_variant.append([finding.key for finding in found])
     if not result.variants:
         raise KernelNotChecked(describe_error(errors[0] if errors else first_error))
+    result.complete = not errors
+    if verify_fixes:
+        findings = {f.key: f for f in _with_verified_fixes(kernel, findings.values(), seen_in,
+                                                           facts)}
     result.findings = sorted(_with_stand_ins(findings.values(), kernel),
                              key=lambda f: (f.file, f.line, f.product))
     if kernel.standins:
@@ -116,6 +124,48 @@ def check_kernel(kernel, facts=None):
         result.notes.append(f"{names} could not be loaded: checked with a value-only stand-in "
                             f"that returns its first argument")
     return result
+
+
+# Distinct fixes tried per kernel, at most: each compiles the kernel once more.
+VERIFIED_FIXES_PER_KERNEL = 24
+
+
+def _with_verified_fixes(kernel, findings, seen_in, facts):
+    """Each error finding with the first of its candidate fixes that compiles and holds
+    (``verify``), or its first candidate marked as not holding alone. One edit is compiled
+    once, however many products it fixes."""
+    from dataclasses import replace
+
+    from triton_overflow.lint import verify
+    compiled = {}  # (edit, variant) -> products after it, or None
+    chosen = []
+    for finding in findings:
+        candidates = [c for c in finding.candidate_fixes if c.with_ is not None]
+        if finding.level != ERROR or not candidates or finding.file != kernel.file:
+            chosen.append(finding)
+            continue
+        variant, variant_types, constexprs, products = seen_in[finding.key]
+
+        def compile_variant(jit, variant_types=variant_types, constexprs=constexprs):
+            module, context = _compile(jit, variant_types, constexprs)
+            return find_products(build_graph(module, context, _arguments(jit, variant_types)),
+                                 kernel.name, facts)
+
+        fix = None
+        for candidate in candidates:
+            edit = (candidate.line, candidate.replace, candidate.with_, variant)
+            if edit not in compiled:
+                if len(compiled) >= VERIFIED_FIXES_PER_KERNEL:
+                    break
+                compiled[edit] = verify.products_after(kernel, candidate, compile_variant)
+            if verify.holds(compiled[edit], products, finding.product):
+                fix = replace(candidate, verified=True)
+                break
+        unverified = replace(candidates[0], verified=False if fix is None and any(
+            (c.line, c.replace, c.with_, variant) in compiled for c in candidates)
+            else None)
+        chosen.append(replace(finding, fix=fix or unverified))
+    return chosen
 
 
 def _with_stand_ins(findings, kernel):
@@ -192,10 +242,11 @@ def _first_compiling_types(kernel, kernel_plan):
     return kernel_plan.types, first_error, None
 
 
-def lint(paths, twins=False, facts=None, execute=True, only=None):
-    """The ``Report`` over every kernel under ``paths`` (their int32 twins with ``twins``);
-    without ``execute`` nothing of the files runs but what Triton needs (``loader``); with
-    ``only`` (names), just those kernels."""
+def lint(paths, twins=False, facts=None, execute=True, only=None, verify_fixes=True):
+    """The ``Report`` over every kernel under ``paths`` (their int32 twins with ``twins``, whose
+    fixes are not verified: they are the widenings undone); without ``execute`` nothing of the
+    files runs but what Triton needs (``loader``); with ``only`` (names), just those kernels;
+    ``verify_fixes`` compiles each error's fix into its kernel (``verify``)."""
     found = discover.find(paths, execute=execute)
     if facts is not None:
         _check_limit_names(found.kernels, facts)
@@ -205,7 +256,7 @@ def lint(paths, twins=False, facts=None, execute=True, only=None):
     kernels = [k for k in kernels if only is None or k.name in only]
     for kernel in kernels:
         try:
-            result = check_kernel(kernel, facts)
+            result = check_kernel(kernel, facts, verify_fixes=verify_fixes and not twins)
         except KernelNotChecked as error:
             report.problems.append(discover.Problem(kernel.where, str(error), kernel=kernel.name))
             continue

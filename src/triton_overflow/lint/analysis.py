@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from triton_overflow import compat
-from triton_overflow.lint.fixes import Fix, widening
+from triton_overflow.lint.fixes import Fix, widenings
 from triton_overflow.lint.flow import Flow, is_i32
 from triton_overflow.lint.levels import ERROR, LEVELS, WARNING, Levels
 from triton_overflow.lint.ops import BROADCASTS, INT_WIDENINGS, PRODUCTS, SHAPE_OPS
@@ -46,6 +46,7 @@ class Finding:
     unsigned: bool = field(default=False, compare=False)
     cast_after: bool = field(default=False, compare=False)  # widened only after it wrapped
     fix: Fix | None = field(default=None, compare=False)
+    candidate_fixes: tuple = field(default=(), compare=False)  # best first; ``fix`` is chosen
 
     @property
     def key(self):
@@ -193,20 +194,24 @@ def _product_finding(op, flow, static, ranges, kernel_name, levels, direct, cast
     described = tuple(" and ".join(sorted(o.describe() for o in side)) or "constant"
                       for side in sides)
     headroom, largest = (ranges or static).headroom(op, (left, right))
-    if direct and _in_block_pointer_offsets(file, line, column):
+    in_block_offsets = _in_block_pointer_offsets(file, line, column)
+    if direct and in_block_offsets:
         direct = "block offsets"
     level, why = levels.level(op, direct, largest, facts_given=ranges is not None)
-    cast_after = cast_after and direct != "block offsets"  # Triton widens those itself
+    # Triton widens a block pointer's offsets itself, after the product.
+    cast_after = cast_after and not in_block_offsets
     if product.startswith("a product inside ") and level == ERROR:
         level, why = WARNING, f"{why}; inside Triton's library, which computes tile indices"
     unsigned = _unsigned(file, line)
     if unsigned:
         headroom = headroom.replace("2**31", "2**32")
-    fix = widening(file, line, product, left, right, sides, shift=op.name == "arith.shli",
-                   cast_after=cast_after, block_offsets=direct == "block offsets")
+    candidates = tuple(widenings(file, line, product, left, right, sides,
+                                 shift=op.name == "arith.shli", cast_after=cast_after,
+                                 block_offsets=in_block_offsets))
     return Finding(file=file, line=line, kernel=kernel_name, product=product,
                    operands=described, column=column, headroom=headroom, largest=largest,
-                   level=level, why=why, unsigned=unsigned, cast_after=cast_after, fix=fix)
+                   level=level, why=why, unsigned=unsigned, cast_after=cast_after,
+                   fix=candidates[0] if candidates else None, candidate_fixes=candidates)
 
 
 _UNSIGNED = re.compile(r"\buint32\b|\bu32\b")

@@ -28,29 +28,37 @@ _GROWTH = {"loaded value": 3, "atomic result": 3, "program id": 2, "loop variabl
 @dataclass(frozen=True)
 class Fix:
     replace: str  # the source as written (whitespace inside it made single spaces)
-    with_: str  # what to write instead
+    with_: str | None  # what to write instead; None where the fix is advice only
     line: int  # where ``replace`` starts
     also: str = ""  # a wider fix, in words (widen a loaded index where it is loaded)
     elsewhere: bool = False  # on another line than the finding's (where the operand is made)
+    verified: bool | None = None  # compiled with the fix written in, the product gone
 
     def describe(self):
+        if self.with_ is None:
+            return self.also
         text = f"replace `{self.replace}` with `{self.with_}`"
         text += f" on line {self.line}" if self.elsewhere else ""
-        return f"{text}; {self.also}" if self.also else text
+        text += f"; {self.also}" if self.also else ""
+        if self.verified is False:
+            text += (" (this edit alone did not compile or left the product here: the value is "
+                     "carried through a loop or joined by a branch with others to widen too)")
+        return text
 
     def as_dict(self):
         return {"line": self.line, "replace": self.replace, "with": self.with_,
-                "also": self.also or None, "text": self.describe()}
+                "also": self.also or None, "verified": self.verified, "text": self.describe()}
 
 
-def widening(file, line, product, left, right, sides, shift=False, cast_after=False,
+def widenings(file, line, product, left, right, sides, shift=False, cast_after=False,
               block_offsets=False):
-    """The ``Fix`` of the product ``left * right`` (``left << right`` with ``shift``) written
-    at ``file:line``, where ``sides`` are the two operands' origins (``flow.Origin`` sets);
-    None where the product is not an expression with two sides (a call into a library).
-    ``block_offsets``: the product is an offset of a block pointer, which Triton keeps 32-bit."""
+    """The candidate ``Fix``es of the product ``left * right`` (``left << right`` with
+    ``shift``) written at ``file:line``, best first, where ``sides`` are the two operands'
+    origins (``flow.Origin`` sets); none where the product is not an expression with two sides
+    (a call into a library). ``block_offsets``: the product is an offset of a block pointer,
+    which Triton keeps 32-bit."""
     if not left or not right:
-        return None
+        return []
     growth = [max((_GROWTH.get(origin.kind, 0) for origin in side), default=0)
               for side in sides]
     widen_left = growth[0] >= growth[1]
@@ -63,25 +71,24 @@ def widening(file, line, product, left, right, sides, shift=False, cast_after=Fa
     else:
         written = (f"{_cast(left)} {operator} {right}" if widen_left
                    else f"{left} {operator} {_cast(right)}")
+    if block_offsets:
+        return [Fix(product, None, line, verified=False, also=(
+            f"block pointers take 32-bit offsets only: move this offset, times its dimension's "
+            f"stride and widened (`{written}` times that stride), into the block pointer's base, "
+            f"and give 0 here"))]
     replaced = product
     if cast_after:
-        late = _late_cast(file, line, product)
-        if late is not None:
-            replaced = late
-    if block_offsets:
-        return Fix(product, "0", line, also=f"then add `{written}` to the block pointer's base "
-                   f"(block pointers take 32-bit offsets only)")
+        replaced = _late_cast(file, line, product) or product
     chosen = sides[0] if widen_left else sides[1]
-    made = _made_once(file, line, left if widen_left else right)
-    if made is not None and not cast_after:
-        return made
-    also = ""
     loaded = sorted(o.name for o in chosen if o.kind == "loaded value" and o.name)
+    also = ""
     if loaded and len(chosen) == len(loaded):
         names = ", ".join(f"`{name}`" for name in loaded)
         also = (f"or widen the index where it is loaded from {names} "
                 f"(`tl.load(...).to(tl.int64)`), which fixes every product it feeds")
-    return Fix(replaced, written, line, also)
+    local = Fix(replaced, written, line, also)
+    made = None if cast_after else _made_once(file, line, left if widen_left else right)
+    return [made, local] if made is not None else [local]
 
 
 _MAKERS = frozenset({"program_id"}) | LOADS
@@ -111,6 +118,8 @@ def _made_once(file, line, name):
             and node.targets[0].id == name]
     if len(stores) != 1 or len(made) != 1 or not isinstance(made[0].value, ast.Call):
         return None
+    if _used_in_block_pointers(function, name):
+        return None  # widened there, the block pointer would refuse it
     call = made[0].value.func
     called = call.attr if isinstance(call, ast.Attribute) else getattr(call, "id", "")
     if called not in _MAKERS:
@@ -120,10 +129,49 @@ def _made_once(file, line, name):
                elsewhere=made[0].lineno != line)
 
 
+def _used_in_block_pointers(function, name):
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                getattr(node.func, "id", "")
+            position = _BLOCK_POINTER_OFFSETS.get(called)
+            if position is None:
+                continue
+            offsets = [k.value for k in node.keywords if k.arg == "offsets"]
+            offsets += node.args[position:position + 1]
+            if any(isinstance(inner, ast.Name) and inner.id == name
+                   for argument in offsets for inner in ast.walk(argument)):
+                return True
+    return False
+
+
+# Where the offsets of a block pointer call are, by position.
+_BLOCK_POINTER_OFFSETS = {"make_block_ptr": 3, "advance": 1}
+
+
 def _cast(side):
+    """``side`` widened before any multiply in it: a chain ``pid * heads`` widens its first
+    factor (``tl.cast(pid, tl.int64) * heads``), never the product it has already made."""
     inner = side[1:-1] if side.startswith("(") and side.endswith(")") and \
         _balanced(side[1:-1]) else side
-    return f"tl.cast({inner}, tl.int64)"
+    try:
+        tree = ast.parse(inner, mode="eval").body
+    except SyntaxError:
+        return f"tl.cast({inner}, tl.int64)"
+    leaf = tree
+    while isinstance(leaf, ast.BinOp) and isinstance(leaf.op, (ast.Mult, ast.LShift)):
+        leaf = leaf.left
+    if leaf is tree:
+        return f"tl.cast({inner}, tl.int64)"
+    start = _offset(inner, leaf.lineno, leaf.col_offset)
+    end = _offset(inner, leaf.end_lineno, leaf.end_col_offset)
+    widened = _cast(inner[start:end])
+    return inner[:start] + widened + inner[end:]
+
+
+def _offset(text, line, column):
+    lines = text.splitlines(keepends=True)
+    return sum(len(lines[n]) for n in range(line - 1)) + column
 
 
 def _balanced(text):

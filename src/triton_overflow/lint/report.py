@@ -169,8 +169,9 @@ def as_sarif(report, root=None):
             "locations": [_location(finding.file, finding.line, finding.column + 1, root)],
             "partialFingerprints": {"kernelProduct/v1": fingerprint(finding, root)},
         }
-        if finding.fix:
-            result["fixes"] = [_sarif_fix(finding, root)]
+        fix = _sarif_fix(finding, root)
+        if fix is not None:
+            result["fixes"] = [fix]
         results.append(result)
     for problem in report.problems:
         file, _, line = problem.where.rpartition(":")
@@ -206,19 +207,25 @@ def as_sarif(report, root=None):
 
 
 def _sarif_fix(finding, root):
-    """A SARIF fix: the replacement as a region of the line when the source written there
-    holds it on that line, else the description alone."""
+    """A SARIF fix (a replacement of the region the fix's source spans), or None where the fix
+    is advice only or its source cannot be found where it says."""
     import linecache
-    fix = {"description": {"text": finding.fix.describe()}}
-    start = linecache.getline(finding.file, finding.fix.line).find(finding.fix.replace)
-    if start >= 0:
-        fix["artifactChanges"] = [{
-            "artifactLocation": {"uri": shown(finding.file, root), "uriBaseId": "SRCROOT"},
-            "replacements": [{
-                "deletedRegion": {"startLine": finding.fix.line, "startColumn": start + 1,
-                                  "endColumn": start + 1 + len(finding.fix.replace)},
-                "insertedContent": {"text": finding.fix.with_}}]}]
-    return fix
+
+    from triton_overflow.lint.verify import locate, region
+    fix = finding.fix
+    if fix is None or fix.with_ is None:
+        return None
+    text = "".join(linecache.getlines(finding.file))
+    span = locate(text, fix.line, fix.replace)
+    if span is None:
+        return None
+    start_line, start_column, end_line, end_column = region(text, span)
+    return {"description": {"text": fix.describe()}, "artifactChanges": [{
+        "artifactLocation": {"uri": shown(finding.file, root), "uriBaseId": "SRCROOT"},
+        "replacements": [{
+            "deletedRegion": {"startLine": start_line, "startColumn": start_column,
+                              "endLine": end_line, "endColumn": end_column},
+            "insertedContent": {"text": fix.with_}}]}]}
 
 
 def _location(file, line, column, root):
