@@ -96,3 +96,52 @@ def test_pruning_needs_a_baseline_and_an_old_baseline_still_reads(tmp_path):
     checked = run_lint(kernel.name, "--baseline", old.name, cwd=tmp_path)
     assert checked.returncode == 1 and "1 not in the baseline" in checked.stdout, checked.stdout
     assert "give no reason" in checked.stderr
+
+
+FLAGGED = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def flagged_kernel(x_ptr, stride, WIDE: tl.constexpr = False, BLOCK: tl.constexpr = 128):
+    row = tl.program_id(0)
+    if WIDE:
+        tl.store(x_ptr + row * stride + tl.arange(0, BLOCK), tl.zeros((BLOCK, BLOCK // 2),
+                                                                      tl.float32))
+    else:
+        tl.store(x_ptr + row * (stride + 1) + tl.arange(0, BLOCK), 1.0)
+'''
+
+
+def test_entries_of_a_kernel_checked_only_in_part_are_never_stale(tmp_path):
+    """A flag whose variant stops compiling leaves that variant's products unseen: their
+    entries are not stale, not pruned, and kept when the baseline is written again."""
+    kernel = tmp_path / "flagged.py"
+    kernel.write_text(FLAGGED.replace("(BLOCK, BLOCK // 2)", "(BLOCK, )"))
+    baseline = tmp_path / "baseline.json"
+    assert run_lint(kernel, "--write-baseline", baseline).returncode == 0
+    assert set(_entries(baseline)) == {"row * stride", "row * (stride + 1)"}
+    kernel.write_text(FLAGGED)  # the WIDE variant no longer compiles
+    pruned = run_lint(kernel, "--baseline", baseline, "--prune-baseline")
+    assert "match no finding" not in pruned.stderr and "removed" not in pruned.stderr
+    assert set(_entries(baseline)) == {"row * stride", "row * (stride + 1)"}
+    run_lint(kernel, "--write-baseline", baseline)
+    assert set(_entries(baseline)) == {"row * stride", "row * (stride + 1)"}
+
+
+def test_writing_part_of_a_tree_keeps_the_rest_of_the_baseline(tmp_path):
+    kernel = tmp_path / "tables.py"
+    kernel.write_text(TWO_PRODUCTS)
+    other = tmp_path / "other.py"
+    other.write_text(OTHER_KERNEL)
+    baseline = tmp_path / "baseline.json"
+    run_lint(tmp_path, "--write-baseline", baseline)
+    data = json.loads(baseline.read_text())
+    for entry in data["findings"]:
+        entry["reason"] = f"reviewed: {entry['product']}"
+    baseline.write_text(json.dumps(data))
+    assert run_lint(kernel, "--write-baseline", baseline).returncode == 0
+    entries = _entries(baseline)
+    assert set(entries) == {"row * stride_a", "row * stride_b", "tl.program_id(0) * stride"}
+    assert all(e["reason"] == f"reviewed: {p}" for p, e in entries.items())

@@ -45,6 +45,9 @@ LINT_OPTIONS = (
                            "needs to build the kernels (Triton's imports, literal constants, "
                            "the jit functions); every other name is a stand-in: for code you "
                            "do not trust")),
+    (("--no-verify-fixes", ), dict(action="store_true", help="do not compile each error's fix "
+                                   "into its kernel to see that it holds (faster on large "
+                                   "trees; the fixes are then marked unverified)")),
     (("--format", ), dict(choices=("text", "json", "sarif", "github"), default="text",
                           help="text; json (its schema: docs/json-report.md); sarif 2.1.0, for "
                           "code scanning; github: annotations as GitHub Actions workflow "
@@ -136,7 +139,8 @@ def _lint(args):
             result = launches.lint_launches(args.launches, args.paths)
         else:
             facts = launches.parse_limits(args.limits) if args.limits else None
-            result = lint(args.paths, twins=args.twins, facts=facts, execute=not args.no_exec)
+            result = lint(args.paths, twins=args.twins, facts=facts, execute=not args.no_exec,
+                          verify_fixes=not args.no_verify_fixes)
     except ValueError as error:
         return _usage_error(str(error))
     result.fail_on = args.fail_on
@@ -148,8 +152,11 @@ def _lint(args):
     else:
         text = formats.FORMATS[args.format](result)
     if args.output:
-        with open(args.output, "w") as handle:
-            handle.write(text)
+        try:
+            with open(args.output, "w") as handle:
+                handle.write(text)
+        except OSError as error:
+            return _usage_error(f"cannot write the report to {args.output}: {error}")
         print(f"lint: wrote {args.output} (exit {result.exit_code})")
     else:
         sys.stdout.write(text)
@@ -158,7 +165,7 @@ def _lint(args):
     if args.write_baseline:
         from triton_overflow.lint.baseline import write
         count, unexplained = write(result, args.write_baseline)
-        print(f"lint: wrote {count} findings to the baseline {args.write_baseline}"
+        print(f"lint: wrote {count} entries to the baseline {args.write_baseline}"
               + (f"; {unexplained} need a reason: replace each placeholder `reason` with why "
                  f"the product cannot pass 2**31 in your deployment" if unexplained else ""),
               file=sys.stderr)

@@ -9,7 +9,9 @@ match a finding (the product was widened or removed: the entry is stale);
 
 A finding is matched by its file, its kernel and its product as written (whitespace aside),
 never by its line, so edits that move code keep it matched. An entry is stale only where its
-kernel was checked in this run: linting part of a tree leaves the rest of the baseline alone.
+kernel was checked whole in this run (every variant of its flags compiled, not one recorded
+launch): linting part of a tree, or a kernel that could only be checked in part, leaves the
+rest of the baseline alone, and so does writing it again.
 """
 
 import json
@@ -29,6 +31,7 @@ class Entry:
     reason: str = ""
     level: str = ""
     fingerprint: str = ""
+    kernel_file: str = ""  # where the kernel is defined, when a helper elsewhere holds the product
 
     @property
     def key(self):
@@ -41,9 +44,14 @@ class Entry:
     def describe(self):
         return f"{self.file}: {self.kernel}: `{self.product}`"
 
+    @property
+    def kernel_key(self):
+        return (self.kernel_file or self.file, self.kernel)
+
     def as_dict(self):
-        return {"file": self.file, "kernel": self.kernel, "product": self.product,
-                "reason": self.reason, "level": self.level, "fingerprint": self.fingerprint}
+        entry = {"file": self.file, "kernel": self.kernel, "product": self.product,
+                 "reason": self.reason, "level": self.level, "fingerprint": self.fingerprint}
+        return {**entry, "kernel_file": self.kernel_file} if self.kernel_file else entry
 
 
 class Baseline:
@@ -59,12 +67,12 @@ class Baseline:
         return [entry for entry in self.entries.values() if not entry.explained]
 
     def stale(self, report, root=None):
-        """The entries whose kernel this run checked and which match none of its findings."""
-        from triton_overflow.lint.report import shown
-        checked = {(shown(r.twin_of or r.file, root), r.name) for r in report.results}
+        """The entries whose kernel this run checked whole and which match none of its
+        findings."""
+        checked = checked_whole(report, root)
         found = {key(finding, root) for finding in report.findings}
         return [entry for entry in self.entries.values()
-                if (entry.file, entry.kernel) in checked and entry.key not in found]
+                if entry.kernel_key in checked and entry.key not in found]
 
     @classmethod
     def load(cls, path):
@@ -73,13 +81,15 @@ class Baseline:
         except (OSError, json.JSONDecodeError) as error:
             raise ValueError(f"cannot read the baseline {path}: {error}") from None
         if not isinstance(data, dict) or data.get("version") not in READABLE_VERSIONS:
-            raise ValueError(f"{path} is not a baseline of version {VERSION} (written by "
+            raise ValueError(f"{path} is not a baseline of a version this suite reads "
+                             f"({', '.join(map(str, READABLE_VERSIONS))}; written by "
                              f"`triton-overflow lint --write-baseline`)")
         try:
             entries = [Entry(str(item["file"]), str(item["kernel"]),
                              " ".join(str(item["product"]).split()),
                              str(item.get("reason") or ""), str(item.get("level") or ""),
-                             str(item.get("fingerprint") or ""))
+                             str(item.get("fingerprint") or ""),
+                             str(item.get("kernel_file") or ""))
                        for item in data.get("findings", [])]
         except (KeyError, TypeError) as error:
             raise ValueError(f"{path}: a baseline entry lacks {error}: each needs file, kernel "
@@ -98,22 +108,36 @@ class Baseline:
 
 
 def write(report, path, root=None):
-    """Record every finding of ``report`` in ``path``, keeping the reasons of a baseline
-    already there; returns (how many entries, how many of them still need a reason)."""
-    from triton_overflow.lint.report import fingerprint
+    """Record every finding of ``report`` in ``path``, keeping from a baseline already there
+    the reasons given and the entries of kernels this run did not check whole; returns (how
+    many entries, how many of them still need a reason)."""
+    from triton_overflow.lint.report import fingerprint, shown
     try:
-        reasons = {k: e.reason for k, e in Baseline.load(path).entries.items() if e.explained}
+        old = Baseline.load(path).entries
     except ValueError:
-        reasons = {}
-    entries = {}
-    for finding in report.findings:
-        entry_key = key(finding, root)
-        entries.setdefault(entry_key, Entry(*entry_key, reason=reasons.get(entry_key, PLACEHOLDER),
-                                            level=finding.level,
-                                            fingerprint=fingerprint(finding, root)))
+        old = {}
+    checked = checked_whole(report, root)
+    entries = {k: e for k, e in old.items() if e.kernel_key not in checked}
+    for result in report.results:
+        kernel_file = shown(result.twin_of or result.file, root)
+        for finding in result.findings:
+            entry_key = key(finding, root)
+            reason = old[entry_key].reason if entry_key in old and old[entry_key].explained \
+                else PLACEHOLDER
+            entries.setdefault(entry_key, Entry(
+                *entry_key, reason=reason, level=finding.level,
+                fingerprint=fingerprint(finding, root),
+                kernel_file=kernel_file if kernel_file != entry_key[0] else ""))
     written = Baseline(entries.values(), path)
     written.save()
     return len(entries), len(written.unexplained())
+
+
+def checked_whole(report, root=None):
+    """(kernel file, kernel) of every kernel of ``report`` whose variants all compiled."""
+    from triton_overflow.lint.report import shown
+    return {(shown(r.twin_of or r.file, root), r.name) for r in report.results
+            if getattr(r, "complete", False)}
 
 
 def key(finding, root=None):
