@@ -10,7 +10,9 @@
 set -uo pipefail
 
 fail() {
-    echo "::error title=triton-overflow action::$1"
+    local message=${1//'%'/'%25'}
+    message=${message//$'\r'/'%0D'}
+    echo "::error title=triton-overflow action::${message//$'\n'/'%0A'}"
     exit 2
 }
 
@@ -43,38 +45,57 @@ if [ "${INPUT_INSTALL:-true}" = true ]; then
     python="$venv/bin/python"
 fi
 
-read -ra paths <<<"${INPUT_PATHS:-.}"
-[ ${#paths[@]} -gt 0 ] || fail "paths names nothing to check"
+# Paths are separated by spaces or lines (a YAML block scalar gives one per line).
+read -ra paths <<<"${INPUT_PATHS//$'\n'/ }"
+[ ${#paths[@]} -gt 0 ] || paths=(.)
 arguments=(lint "${paths[@]}")
 [ "$fail_on" = never ] || arguments+=(--fail-on "$fail_on")
 [ -z "${INPUT_LIMITS:-}" ] || arguments+=(--limits "$INPUT_LIMITS")
 [ -z "${INPUT_BASELINE:-}" ] || arguments+=(--baseline "$INPUT_BASELINE")
 [ "${INPUT_NO_EXEC:-true}" = false ] || arguments+=(--no-exec)
+printed=$(mktemp)
+trap 'rm -f "$printed"' EXIT
 if [ "$output" = sarif ]; then
+    rm -f "$sarif_file"
+    mkdir -p "$(dirname "$sarif_file")"
     arguments+=(--format sarif --output "$sarif_file")
 else
     arguments+=(--format github)
 fi
 
-"$python" -m triton_overflow "${arguments[@]}"
-code=$?
+"$python" -m triton_overflow "${arguments[@]}" | tee "$printed"
+code=${PIPESTATUS[0]}
 {
     echo "exit-code=$code"
-    [ "$output" = sarif ] && [ -s "$sarif_file" ] && echo "sarif-file=$sarif_file"
+    if [ "$output" = sarif ] && [ "$code" -le 2 ] && [ -s "$sarif_file" ]; then
+        echo "sarif-file=$sarif_file"
+    fi
 } >>"${GITHUB_OUTPUT:-/dev/null}"
 
+# Kernels not checked, whatever else the exit code says (1 wins over 2 in it).
+if [ "$output" = sarif ] && [ -s "$sarif_file" ]; then
+    unchecked=$("$python" -c 'import json, sys
+print(sum(r["ruleId"] == "kernel-not-checked"
+          for r in json.load(open(sys.argv[1]))["runs"][0]["results"]))' "$sarif_file")
+else
+    unchecked=$(grep -c "title=kernel not checked" "$printed" || true)
+fi
+
 case "$code" in
-    0) exit 0 ;;
-    1) [ "$fail_on" = never ] && exit 0
-       echo "::error title=triton-overflow::int32 offset products at or above $fail_on" \
-            "(see the annotations or the SARIF file)"
-       exit 1 ;;
-    2) if [ "${INPUT_FAIL_ON_UNCHECKED:-false}" = true ]; then
-           echo "::error title=triton-overflow::some kernels could not be checked"
-           exit 2
-       fi
-       echo "::warning title=triton-overflow::some kernels could not be checked, or none was found"
-       exit 0 ;;
+    0|1|2) ;;
     3) fail "the lint refused its arguments (see its message above): check the inputs" ;;
     *) fail "the lint ended with exit code $code" ;;
 esac
+if [ "$code" -eq 2 ] || [ "${unchecked:-0}" -gt 0 ]; then
+    if [ "${INPUT_FAIL_ON_UNCHECKED:-false}" = true ]; then
+        echo "::error title=triton-overflow::some kernels could not be checked, or none was found"
+        exit 2
+    fi
+    echo "::warning title=triton-overflow::some kernels could not be checked, or none was found"
+fi
+if [ "$code" -eq 1 ] && [ "$fail_on" != never ]; then
+    echo "::error title=triton-overflow::int32 offset products at or above $fail_on" \
+         "(see the annotations or the SARIF file)"
+    exit 1
+fi
+exit 0

@@ -5,6 +5,7 @@ level chosen."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -83,6 +84,7 @@ def run_action(workdir, **inputs):
     runner_temp = inputs.pop("runner_temp_dir", None)
     if runner_temp:
         env["RUNNER_TEMP"] = runner_temp
+        env.pop("PYTHONPATH", None)  # the environment it makes, not the one running the tests
     env.update({f"INPUT_{name.upper()}": value for name, value in inputs.items()})
     done = subprocess.run(["bash", str(SCRIPT)], cwd=workdir, env=env, capture_output=True,
                           text=True, timeout=300)
@@ -98,18 +100,22 @@ def checkout(tmp_path):
 
 
 def test_the_action_metadata_passes_actionlint_through_a_workflow_that_uses_it(tmp_path):
-    """actionlint reads ``action.yml`` where a workflow uses ``./``; a misspelt input fails."""
+    """actionlint reads ``action.yml`` where a workflow uses ``./``; a misspelt input fails.
+    The broken workflow is checked in a copy of the repository's actionlint set-up."""
     workflow = ROOT / ".github" / "workflows" / "overflow-lint.yml"
     assert "uses: ./" in workflow.read_text()
     done = _actionlint(workflow)
     assert done.returncode == 0, done.stdout + done.stderr
-    broken = ROOT / ".github" / "workflows" / f"broken-{os.getpid()}.yml"
+    copy = tmp_path / "repository"
+    (copy / ".github" / "workflows").mkdir(parents=True)
+    shutil.copy(ROOT / "action.yml", copy / "action.yml")
+    shutil.copy(ROOT / ".github" / "actionlint.yaml", copy / ".github" / "actionlint.yaml")
+    broken = copy / ".github" / "workflows" / "broken.yml"
     broken.write_text(workflow.read_text().replace("fail-on: error", "fail-level: error"))
-    try:
-        done = _actionlint(broken)
-    finally:
-        broken.unlink()
-    assert done.returncode != 0 and 'input "fail-level" is not defined' in done.stdout
+    subprocess.run(["git", "init", "-q", str(copy)], check=True, timeout=60)
+    done = _actionlint(broken, cwd=copy)
+    assert done.returncode != 0 and 'input "fail-level" is not defined' in done.stdout, \
+        done.stdout + done.stderr
 
 
 def test_annotations_name_each_line_and_its_fix_and_fail_at_the_chosen_level(checkout):
@@ -189,3 +195,24 @@ def test_the_step_installs_what_the_lint_needs_and_nothing_more(checkout, tmp_pa
                                 "triton.__version__, importlib.util.find_spec('torch') is None)"],
                                capture_output=True, text=True, timeout=120)
     assert installed.stdout.split() == [triton.__version__, "True"], installed.stderr
+
+
+def test_unchecked_kernels_fail_the_step_when_asked_whatever_the_findings(checkout):
+    """With ``fail-on: never`` the lint's exit code says 1 for the findings; a kernel that
+    could not be checked still fails the step with ``fail-on-unchecked``. Paths may come one
+    per line, and a SARIF file may go into a folder not made yet."""
+    (checkout / "kernels" / "broken.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def broken_kernel(x_ptr):\n    tl.store(x_ptr + tl.arange(0, 3), 1.0)\n")
+    (checkout / "more").mkdir()
+    (checkout / "more" / "plain.py").write_text("x = 1\n")
+    done, outputs = run_action(checkout, paths="kernels\nmore\n", fail_on="never",
+                               fail_on_unchecked="true")
+    assert done.returncode == 2 and outputs["exit-code"] == "1", done.stdout + done.stderr
+    assert "title=kernel not checked" in done.stdout
+    lenient, _ = run_action(checkout, paths="kernels\nmore\n", fail_on="never")
+    assert lenient.returncode == 0 and "::warning title=triton-overflow::" in lenient.stdout
+    sarif, outputs = run_action(checkout, output="sarif", sarif_file="reports/out.sarif",
+                                fail_on="never", fail_on_unchecked="true")
+    assert sarif.returncode == 2 and outputs["sarif-file"] == "reports/out.sarif"
+    assert (checkout / "reports" / "out.sarif").is_file()

@@ -52,12 +52,12 @@ def test_the_pre_commit_hook_passes_files_without_kernels(tmp_path):
     assert run_lint(plain).returncode == 2
 
 
-def _actionlint(*paths):
+def _actionlint(*paths, cwd=ROOT):
     binary = shutil.which("actionlint", path=str(BIN)) or shutil.which("actionlint")
     if binary is None:
         pytest.fail("actionlint is not installed (ci/requirements-cpu.txt installs it)")
     return subprocess.run([binary, "-no-color", *map(str, paths)], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT)
+                          text=True, timeout=120, cwd=cwd)
 
 
 def test_the_workflow_files_pass_actionlint():
