@@ -61,15 +61,20 @@ def test_written_entries_wait_for_a_reason_and_keep_the_one_given(tmp_path):
     assert reasons == {PLACEHOLDER, "stride_a is at most 4096 and rows at most 1024"}
 
 
-def test_stale_entries_are_reported_and_pruned_only_where_their_kernel_was_checked(tmp_path):
-    kernel = tmp_path / "tables.py"
+def _two_files_baselined(folder):
+    """(tables.py, the baseline) of two kernel files, the baseline written over both."""
+    kernel = folder / "tables.py"
     kernel.write_text(TWO_PRODUCTS)
-    other = tmp_path / "other.py"
-    other.write_text(OTHER_KERNEL)
-    baseline = tmp_path / "baseline.json"
-    assert run_lint(tmp_path, "--write-baseline", baseline).returncode == 0
+    (folder / "other.py").write_text(OTHER_KERNEL)
+    baseline = folder / "baseline.json"
+    assert run_lint(folder, "--write-baseline", baseline).returncode == 0
     assert set(_entries(baseline)) == {"row * stride_a", "row * stride_b",
                                        "tl.program_id(0) * stride"}
+    return kernel, baseline
+
+
+def test_stale_entries_are_reported_and_pruned_only_where_their_kernel_was_checked(tmp_path):
+    kernel, baseline = _two_files_baselined(tmp_path)
     kernel.write_text(TWO_PRODUCTS.replace("row * stride_a", "tl.cast(row, tl.int64) * stride_a"))
     # Only tables.py is checked: other.py's entry is not stale, however long unmatched.
     checked = run_lint(kernel, "--baseline", baseline, "--format", "json")
@@ -131,12 +136,7 @@ def test_entries_of_a_kernel_checked_only_in_part_are_never_stale(tmp_path):
 
 
 def test_writing_part_of_a_tree_keeps_the_rest_of_the_baseline(tmp_path):
-    kernel = tmp_path / "tables.py"
-    kernel.write_text(TWO_PRODUCTS)
-    other = tmp_path / "other.py"
-    other.write_text(OTHER_KERNEL)
-    baseline = tmp_path / "baseline.json"
-    run_lint(tmp_path, "--write-baseline", baseline)
+    kernel, baseline = _two_files_baselined(tmp_path)
     data = json.loads(baseline.read_text())
     for entry in data["findings"]:
         entry["reason"] = f"reviewed: {entry['product']}"
