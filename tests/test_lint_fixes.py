@@ -76,6 +76,7 @@ def test_a_cast_after_the_multiply_is_reported_with_the_cast_moved_before_it(tmp
     late_sum = found["cast_after_product_kernel", "B * T"]
     late_row = found["cast_after_product_kernel", "row * stride"]
     assert late_sum["cast_after"] and late_row["cast_after"]
+    assert late_sum["fix"]["verified"] is None  # not compiled without --verify-fixes
     assert "only after the multiply" in late_sum["message"]
     assert (late_sum["fix"]["replace"], late_sum["fix"]["with"]) == (
         "tl.cast(B * T, tl.int64)", "tl.cast(B, tl.int64) * T")
@@ -96,7 +97,7 @@ def test_the_fixes_compile_and_leave_no_product(tmp_path):
     for name in ("overflowing.py", "shipped_overflowing.py"):
         shutil.copy(PLANTED / name, tmp_path / name)
     (tmp_path / "late.py").write_text(CAST_AFTER)
-    _, before = _json(tmp_path)
+    _, before = _json(tmp_path, "--verify-fixes")
     found = _findings(before)
     assert len(found) > 30 and all(f["fix"] for f in found if f["level"] == "error")
     assert all(f["fix"]["verified"] for f in found if f["level"] == "error"), [
@@ -174,14 +175,14 @@ def test_the_fixes_restore_the_int32_twins_of_our_kernels(tmp_path):
         if "tl.int64" in module.read_text() and module.stem != "topk_topp":
             twins.append(shutil.copy(write_twin(module), tmp_path / module.name))
     assert len(twins) >= 7
-    _, before = _json(tmp_path)
+    _, before = _json(tmp_path, "--verify-fixes")
     found = _findings(before)
     assert len(found) >= 40 and before["not_checked"] == []
     assert all(f["fix"]["verified"] for f in found if f["level"] == "error")
     for twin in twins:
         apply_fixes(Path(twin), [f for f in found if Path(f["file"]).name == Path(twin).name
                                  and f["fix"]])
-    done, after = _json(tmp_path, "--no-verify-fixes")
+    done, after = _json(tmp_path)
     assert after["not_checked"] == [] and len(after["kernels"]) == len(before["kernels"])
     assert _findings(after) == [] and done.returncode == 0
 
@@ -225,7 +226,7 @@ def test_fixes_that_cannot_hold_alone_say_so_and_none_casts_a_product(tmp_path):
     not widened where it is made, and the offset's own fix is advice."""
     path = tmp_path / "carried.py"
     path.write_text(CARRIED)
-    _, report = _json(path)
+    _, report = _json(path, "--verify-fixes")
     found = {(f["kernel"], f["product"]): f for f in _findings(report)}
     carried = found["carried_slot_kernel", "slot * stride"]["fix"]
     assert carried["verified"] is False and "did not compile" in carried["text"]

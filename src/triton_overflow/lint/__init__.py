@@ -86,7 +86,7 @@ class CompilerDiagnostic(Exception):
     """The error line the compiler printed (MLIR prints, then raises a bare failure)."""
 
 
-def check_kernel(kernel, facts=None, verify_fixes=True):
+def check_kernel(kernel, facts=None, verify_fixes=False):
     """The ``KernelResult`` of one ``discover.Kernel`` over every variant of its flags; with
     ``verify_fixes``, each error's fix is compiled into the kernel to see that it holds."""
     kernel_plan = plan(kernel.jit, kernel.configs)
@@ -242,7 +242,7 @@ def _first_compiling_types(kernel, kernel_plan):
     return kernel_plan.types, first_error, None
 
 
-def lint(paths, twins=False, facts=None, execute=True, only=None, verify_fixes=True):
+def lint(paths, twins=False, facts=None, execute=True, only=None, verify_fixes=False):
     """The ``Report`` over every kernel under ``paths`` (their int32 twins with ``twins``, whose
     fixes are not verified: they are the widenings undone); without ``execute`` nothing of the
     files runs but what Triton needs (``loader``); with ``only`` (names), just those kernels;
