@@ -313,6 +313,32 @@ def test_limits_say_whether_an_envelope_reaches_the_wrap(tmp_path):
     assert ": error: copy_kernel:" in above.stdout and above.returncode == 1, above.stdout
 
 
+VARIANT_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def packed_or_varlen_kernel(x_ptr, T, IS_VARLEN: tl.constexpr = True):
+    i_v = tl.program_id(0)
+    if IS_VARLEN:
+        stride = T
+    else:
+        stride = 16 * T
+    tl.store(x_ptr + i_v * stride, 1.0)
+"""
+
+
+def test_a_product_takes_its_largest_value_over_every_flag_variant(tmp_path):
+    """Within the limits the product stays below 2**31 when IS_VARLEN (its default) and
+    wraps when not: the finding is the one that wraps."""
+    done = run_lint(_write(tmp_path, "variants.py", VARIANT_KERNEL),
+                    "--limits", "T=50000000,grid0=4")
+    assert done.returncode == 1, done.stdout
+    assert ": error: packed_or_varlen_kernel: i32 multiply feeds a pointer offset: " \
+        "`i_v * stride`" in done.stdout and "reaches 2.40e9" in done.stdout, done.stdout
+
+
 def test_limits_with_a_name_no_kernel_has_are_refused_with_the_valid_ones(tmp_path):
     path = _write(tmp_path, "bug.py", BUGGY_KERNEL)
     done = run_lint(path, "--limits", "rows=16384,strid=131072")

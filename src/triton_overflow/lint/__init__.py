@@ -108,8 +108,9 @@ def check_kernel(kernel, facts=None, verify_fixes=False):
         found = find_products(graph, kernel.name, facts)
         products = [finding.product for finding in found]
         for finding in found:
-            findings.setdefault(finding.key, finding)
-            seen_in.setdefault(finding.key, (index, variant_types, constexprs, products))
+            if _worse(finding, findings.get(finding.key)):
+                findings[finding.key] = finding
+                seen_in[finding.key] = (index, variant_types, constexprs, products)
         result.per_variant.append([finding.key for finding in found])
     if not result.variants:
         raise KernelNotChecked(describe_error(errors[0] if errors else first_error))
@@ -124,6 +125,16 @@ def check_kernel(kernel, facts=None, verify_fixes=False):
         result.notes.append(f"{names} could not be loaded: checked with a value-only stand-in "
                             f"that returns its first argument")
     return result
+
+
+def _worse(finding, known):
+    """Whether ``finding`` (from one variant of the flags) says more than ``known`` (from
+    another): a higher level, or a larger product at the launch facts or envelope."""
+    if known is None:
+        return True
+    if finding.level != known.level:
+        return LEVELS.index(finding.level) < LEVELS.index(known.level)
+    return (finding.largest or 0) > (known.largest or 0)
 
 
 # Distinct fixes tried per kernel, at most: each compiles the kernel once more.
