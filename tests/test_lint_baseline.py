@@ -90,6 +90,32 @@ def test_stale_entries_are_reported_and_pruned_only_where_their_kernel_was_check
     assert "match no finding" not in again.stderr and again.returncode == 0
 
 
+def test_findings_in_the_baseline_are_told_from_new_ones_in_every_format(tmp_path):
+    kernel = tmp_path / "tables.py"
+    kernel.write_text(TWO_PRODUCTS)
+    baseline = tmp_path / "baseline.json"
+    run_lint(kernel, "--write-baseline", baseline)
+    data = json.loads(baseline.read_text())
+    data["findings"] = [e for e in data["findings"] if e["product"] == "row * stride_a"]
+    data["findings"][0]["reason"] = "rows x stride_a stays below 2**27"
+    baseline.write_text(json.dumps(data))
+    text = run_lint(kernel, "--baseline", baseline).stdout
+    (known, ) = [line for line in text.splitlines() if "[in the baseline]" in line]
+    assert "`row * stride_a`" in known
+    report = json.loads(run_lint(kernel, "--baseline", baseline, "--format", "json").stdout)
+    assert {f["product"]: f["baselined"] for f in report["kernels"][0]["findings"]} == {
+        "row * stride_a": True, "row * stride_b": False}
+    sarif = json.loads(run_lint(kernel, "--baseline", baseline, "--format", "sarif").stdout)
+    states = {r["message"]["text"].split("`")[1]: (r["baselineState"], r.get("suppressions"))
+              for r in sarif["runs"][0]["results"]}
+    assert states["row * stride_b"] == ("new", None)
+    assert states["row * stride_a"] == ("unchanged", [{
+        "kind": "external", "status": "accepted",
+        "justification": "rows x stride_a stays below 2**27"}])
+    refused = run_lint(kernel, "--write-baseline", tmp_path / "missing" / "baseline.json")
+    assert refused.returncode == 3 and "cannot write the baseline" in refused.stderr
+
+
 def test_pruning_needs_a_baseline_and_an_old_baseline_still_reads(tmp_path):
     kernel = tmp_path / "tables.py"
     kernel.write_text(TWO_PRODUCTS)

@@ -164,7 +164,10 @@ def _lint(args):
         return 0
     if args.write_baseline:
         from triton_overflow.lint.baseline import write
-        count, unexplained = write(result, args.write_baseline)
+        try:
+            count, unexplained = write(result, args.write_baseline)
+        except OSError as error:
+            return _usage_error(f"cannot write the baseline {args.write_baseline}: {error}")
         print(f"lint: wrote {count} entries to the baseline {args.write_baseline}"
               + (f"; {unexplained} need a reason: replace each placeholder `reason` with why "
                  f"the product cannot pass 2**31 in your deployment" if unexplained else ""),
@@ -183,13 +186,14 @@ def _baseline_health(result, prune):
     from the file with ``prune``."""
     baseline = result.baseline
     listed = 10
-    unexplained = baseline.unexplained()
+    stale = baseline.stale(result)
+    pruned = {entry.key for entry in stale} if prune else set()
+    unexplained = [entry for entry in baseline.unexplained() if entry.key not in pruned]
     if unexplained:
         print(f"lint: warning: {len(unexplained)} entries of the baseline {baseline.path} give "
               f"no reason; say in each `reason` why the product cannot pass 2**31:",
               file=sys.stderr)
         _list_entries(unexplained, listed)
-    stale = baseline.stale(result)
     if stale and prune:
         baseline.without(stale).save()
         print(f"lint: removed {len(stale)} stale entries from the baseline {baseline.path}:",

@@ -80,7 +80,8 @@ class Baseline:
             data = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError) as error:
             raise ValueError(f"cannot read the baseline {path}: {error}") from None
-        if not isinstance(data, dict) or data.get("version") not in READABLE_VERSIONS:
+        if not isinstance(data, dict) or data.get("version") not in READABLE_VERSIONS \
+                or not isinstance(data.get("findings", []), list):
             raise ValueError(f"{path} is not a baseline of a version this suite reads "
                              f"({', '.join(map(str, READABLE_VERSIONS))}; written by "
                              f"`triton-overflow lint --write-baseline`)")

@@ -61,7 +61,7 @@ def widenings(file, line, product, left, right, sides, shift=False, cast_after=F
         return []
     growth = [max((_GROWTH.get(origin.kind, 0) for origin in side), default=0)
               for side in sides]
-    widen_left = growth[0] >= growth[1]
+    widen_left = growth[0] > growth[1] or growth[0] == growth[1] and not _number(left)
     operator = "<<" if shift else "*"
     augmented = re.match(r"^(?P<target>.+?)\s*(\*|<<)=\s*(?P<value>.+)$", product)
     if augmented:
@@ -92,6 +92,13 @@ def widenings(file, line, product, left, right, sides, shift=False, cast_after=F
 
 
 _MAKERS = frozenset({"program_id"}) | LOADS
+
+
+def _number(text):
+    try:
+        return isinstance(ast.literal_eval(text), (int, float))
+    except (ValueError, SyntaxError, TypeError):
+        return False
 
 
 def _made_once(file, line, name):

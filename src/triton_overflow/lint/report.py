@@ -25,22 +25,26 @@ def shown(file, root=None):
         return str(file)
 
 
-def finding_line(finding, root=None):
+def finding_line(finding, root=None, baseline=None):
     twin = " [int32 twin]" if finding.twin_of else ""
+    known = " [in the baseline]" if baseline is not None and baseline.known(finding, root) else ""
     return (f"{shown(finding.file, root)}:{finding.line}: {finding.level}: {finding.kernel}: "
-            f"{finding.message()}{twin}")
+            f"{finding.message()}{twin}{known}")
 
 
 def fix_line(finding):
     """The finding's fix on a line of its own, or None."""
-    return f"    fix: {finding.fix.describe()}" if finding.fix else None
+    if not finding.fix:
+        return None
+    checked = " (verified: compiled with it, the product gone)" if finding.fix.verified else ""
+    return f"    fix: {finding.fix.describe()}{checked}"
 
 
 def as_text(report, paths=(), root=None):
     lines = [f"note: {note}" for note in report.notes]
     ordered = sorted(report.findings, key=lambda f: (f.file, f.line, f.product, f.kernel))
     for finding in ordered:
-        lines.append(finding_line(finding, root))
+        lines.append(finding_line(finding, root, report.baseline))
         if fix_line(finding):
             lines.append(fix_line(finding))
     lines += [problem.format(root) for problem in report.problems]
@@ -121,7 +125,8 @@ def as_json(report, root=None):
         "kernels": [{"kernel": r.name, "file": shown(r.file, root), "line": r.line,
                      "variants_compiled": r.variants, "twin": bool(r.twin_of),
                      "launch": r.launch or None,
-                     "findings": [_finding_dict(f, root) for f in r.findings]}
+                     "findings": [_finding_dict(f, root, report.baseline)
+                                  for f in r.findings]}
                     for r in report.results],
         "not_checked": [{"where": p.where, "kernel": p.kernel or None, "reason": p.reason}
                         for p in report.problems],
@@ -139,7 +144,7 @@ def _baseline_dict(report, root):
             "stale": [entry.as_dict() for entry in baseline.stale(report, root)]}
 
 
-def _finding_dict(finding, root):
+def _finding_dict(finding, root, baseline=None):
     return {"file": shown(finding.file, root), "line": finding.line, "column": finding.column,
             "kernel": finding.kernel, "product": finding.product,
             "operands": list(finding.operands), "headroom": finding.headroom or None,
@@ -147,6 +152,7 @@ def _finding_dict(finding, root):
             "stand_ins": list(finding.stand_ins), "fingerprint": fingerprint(finding, root),
             "cast_after": finding.cast_after,
             "fix": finding.fix.as_dict() if finding.fix else None,
+            "baselined": baseline is not None and baseline.known(finding, root),
             "message": finding.message()}
 
 
@@ -159,6 +165,7 @@ def fingerprint(finding, root=None):
 
 def as_sarif(report, root=None):
     from triton_overflow import __version__
+    from triton_overflow.lint.baseline import key as baseline_key
     results = []
     for finding in report.findings:
         text = f"{finding.kernel}: {finding.message()}"
@@ -172,6 +179,12 @@ def as_sarif(report, root=None):
         fix = _sarif_fix(finding, root)
         if fix is not None:
             result["fixes"] = [fix]
+        if report.baseline is not None:
+            entry = report.baseline.entries.get(baseline_key(finding, root))
+            result["baselineState"] = "unchanged" if entry else "new"
+            if entry:
+                result["suppressions"] = [{"kind": "external", "status": "accepted",
+                                           "justification": entry.reason}]
         results.append(result)
     for problem in report.problems:
         file, _, line = problem.where.rpartition(":")
