@@ -48,6 +48,13 @@ fi
 # Paths are separated by spaces or lines (a YAML block scalar gives one per line).
 read -ra paths <<<"${INPUT_PATHS//$'\n'/ }"
 [ ${#paths[@]} -gt 0 ] || paths=(.)
+for path in "${paths[@]}"; do
+    # A file or folder that is not there is a typo, not "nothing to check"; a dotted module
+    # name (no slash, no .py) is looked up by the lint itself.
+    if [ ! -e "$path" ] && { [[ "$path" == */* ]] || [[ "$path" == *.py ]]; }; then
+        fail "paths names $path, which does not exist (from $PWD)"
+    fi
+done
 arguments=(lint "${paths[@]}")
 [ "$fail_on" = never ] || arguments+=(--fail-on "$fail_on")
 [ -z "${INPUT_LIMITS:-}" ] || arguments+=(--limits "$INPUT_LIMITS")

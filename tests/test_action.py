@@ -173,6 +173,8 @@ def test_a_baseline_silences_its_findings_and_bad_inputs_are_refused(checkout):
     refused, _ = run_action(checkout, fail_on="errors")
     assert refused.returncode == 2 and "fail-on must be error, warning, note or never" in \
         refused.stdout
+    missing, _ = run_action(checkout, paths="kernels/gathr.py")
+    assert missing.returncode == 2 and "kernels/gathr.py, which does not exist" in missing.stdout
     misspelt, outputs = run_action(checkout, limits="strid=4096")
     assert misspelt.returncode == 2 and outputs["exit-code"] == "3", misspelt.stdout
     assert "::error title=triton-overflow action::the lint refused its arguments" in \
