@@ -339,6 +339,24 @@ def test_a_product_takes_its_largest_value_over_every_flag_variant(tmp_path):
         "`i_v * stride`" in done.stdout and "reaches 2.40e9" in done.stdout, done.stdout
 
 
+CONSTEXPR_FACTOR_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def packed_kernel(x_ptr, T, B: tl.constexpr, N: tl.constexpr = 16):
+    tl.store(x_ptr + B * T + tl.arange(0, N), 1.0)
+"""
+
+
+def test_the_headroom_names_the_side_that_is_not_the_constexpr(tmp_path):
+    """``B`` is a constexpr, so the compiler holds it as a constant, on whichever side it
+    likes: what wraps is ``T``."""
+    done = run_lint(_write(tmp_path, "packed.py", CONSTEXPR_FACTOR_KERNEL))
+    assert "wraps once T reaches 2**31 / " in done.stdout, done.stdout
+
+
 def test_limits_with_a_name_no_kernel_has_are_refused_with_the_valid_ones(tmp_path):
     path = _write(tmp_path, "bug.py", BUGGY_KERNEL)
     done = run_lint(path, "--limits", "rows=16384,strid=131072")

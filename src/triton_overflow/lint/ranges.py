@@ -72,6 +72,17 @@ class Ranges:
         return (f"stays below 2**31 {where}: largest {_number(largest)}, wraps at "
                 f"{factor:.1f}x that"), largest
 
+    def _written_side_of(self, op, sides, constant, names):
+        """Which written side is the operand that is not ``constant`` (a constexpr such as
+        ``B`` reads as a name, and the compiler may put it on either side): the side that
+        names where that operand comes from, else the one in the operands' order."""
+        variable = op.operands[0] if sides[0] != constant else op.operands[1]
+        origins = {origin.name for origin in self.flow.origins(variable) if origin.name}
+        naming = [name for name in names if origins & set(re.findall(r"[A-Za-z_]\w*", name))]
+        if len(naming) == 1:
+            return naming[0]
+        return names[0] if sides[0] != constant else names[1]
+
     def _wraps_once(self, op, sides, names):
         known = [s for s in sides if s is not None and s[0] == s[1] and s[0] != 0]
         if len(known) == 1 and op.name == "arith.muli":
@@ -80,7 +91,7 @@ class Ranges:
             if str(known[0][0]) in written:  # the source order may differ from the operands'
                 other = names[1 - written.index(str(known[0][0]))]
             else:
-                other = names[0] if sides[0] != known[0] else names[1]
+                other = self._written_side_of(op, sides, known[0], names)
             text = f"wraps once {other} reaches 2**31 / {constant} = {-(-INT32_LIMIT // constant):,}"
         else:
             text = f"wraps once {names[0]} * {names[1]} reaches 2**31"
