@@ -172,10 +172,10 @@ def _with_verified_fixes(kernel, findings, seen_in, facts):
             if verify.holds(compiled[edit], products, finding.product):
                 fix = replace(candidate, verified=True)
                 break
-        unverified = replace(candidates[0], verified=False if fix is None and any(
-            (c.line, c.replace, c.with_, variant) in compiled for c in candidates)
-            else None)
-        chosen.append(replace(finding, fix=fix or unverified))
+        if fix is None:
+            tried = any((c.line, c.replace, c.with_, variant) in compiled for c in candidates)
+            fix = replace(candidates[0], verified=False if tried else None)
+        chosen.append(replace(finding, fix=fix))
     return chosen
 
 

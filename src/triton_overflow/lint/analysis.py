@@ -13,7 +13,6 @@ A marker covers only the product it names, and needs its reason.
 """
 
 import ast
-import functools
 import linecache
 import re
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from triton_overflow.lint.flow import Flow, is_i32
 from triton_overflow.lint.levels import ERROR, LEVELS, WARNING, Levels
 from triton_overflow.lint.ops import BROADCASTS, INT_WIDENINGS, PRODUCTS, SHAPE_OPS
 from triton_overflow.lint.ranges import INT32_LIMIT, Ranges
+from triton_overflow.lint.syntax import block_pointer_offsets, source_tree
 
 MARKER = re.compile(r"#\s*overflow-lint:\s*(.*)$")
 _BOUNDED = re.compile(r"^(?P<product>.+?)\s+bounded\s+by\s+(?P<reason>\S.*)$")
@@ -233,7 +233,7 @@ def _unsigned(file, line):
 def line_values(file, line):
     """(the jit function holding ``file:line``, the expressions the values on that line are
     computed from through its local assignments, the names they use)."""
-    tree = _source_tree(file)
+    tree = source_tree(file)
     function = tree and next((node for node in ast.walk(tree)
                               if isinstance(node, ast.FunctionDef)
                               and node.lineno <= line <= node.end_lineno), None)
@@ -261,22 +261,12 @@ def line_values(file, line):
 def _in_block_pointer_offsets(file, line, column):
     """Whether the source at ``file:line:column`` is inside the ``offsets`` of a
     ``tl.make_block_ptr`` or ``tl.advance`` (bounded by the block's shape)."""
-    tree = _source_tree(file)
+    tree = source_tree(file)
     if tree is None:
         return False
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not _contains(node, line, column):
-            continue
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else \
-            getattr(node.func, "id", "")
-        position = {"make_block_ptr": 3, "advance": 1}.get(name)
-        if position is None:
-            continue
-        offsets = [k.value for k in node.keywords if k.arg == "offsets"]
-        offsets += node.args[position:position + 1]
-        if any(_contains(o, line, column) for o in offsets):
-            return True
-    return False
+    return any(_contains(offset, line, column) for node in ast.walk(tree)
+               if isinstance(node, ast.Call) and _contains(node, line, column)
+               for offset in block_pointer_offsets(node))
 
 
 def _is_product_on_line(flow, value, line):
@@ -295,13 +285,6 @@ def _is_product_on_line(flow, value, line):
 
 # --- the source: products as written, and bounded markers --------------------------------
 
-@functools.lru_cache(maxsize=256)
-def _source_tree(file):
-    try:
-        return ast.parse("".join(linecache.getlines(file)))
-    except (SyntaxError, ValueError):
-        return None
-
 
 def product_parts(file, line, column, shift=False, nested=None):
     """(the product, its left side, its right side) as written at ``file:line:column``.
@@ -309,7 +292,7 @@ def product_parts(file, line, column, shift=False, nested=None):
     ``nested`` says which operands are themselves products on the line, which tells
     ``(a * b) * c`` from ``a * b`` where Triton versions place the column differently."""
     text = linecache.getline(file, line)
-    tree = _source_tree(file) if text else None
+    tree = source_tree(file) if text else None
     wanted = (ast.LShift, ) if shift else (ast.Mult, )
     candidates = []
     if tree is not None:

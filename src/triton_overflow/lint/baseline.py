@@ -137,8 +137,7 @@ def write(report, path, root=None):
 def checked_whole(report, root=None):
     """(kernel file, kernel) of every kernel of ``report`` whose variants all compiled."""
     from triton_overflow.lint.report import shown
-    return {(shown(r.twin_of or r.file, root), r.name) for r in report.results
-            if getattr(r, "complete", False)}
+    return {(shown(r.twin_of or r.file, root), r.name) for r in report.results if r.complete}
 
 
 def key(finding, root=None):

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from triton_overflow.lint.ops import LOADS
+from triton_overflow.lint.syntax import block_pointer_offsets, call_name, source_tree
 
 # What an operand is made of, by how surely it grows with the workload (``flow.Origin.kind``).
 _GROWTH = {"loaded value": 3, "atomic result": 3, "program id": 2, "loop variable": 2,
@@ -104,12 +105,8 @@ def _number(text):
 def _made_once(file, line, name):
     """The ``Fix`` that widens ``name`` where it is made, if the function holding
     ``file:line`` gives it a value once, from a program id, a load or an atomic."""
-    if not name.isidentifier():
-        return None
-    source = "".join(linecache.getlines(file))
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = source_tree(file) if name.isidentifier() else None
+    if tree is None:
         return None
     function = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
                      and node.lineno <= line <= node.end_lineno
@@ -127,33 +124,18 @@ def _made_once(file, line, name):
         return None
     if _used_in_block_pointers(function, name):
         return None  # widened there, the block pointer would refuse it
-    call = made[0].value.func
-    called = call.attr if isinstance(call, ast.Attribute) else getattr(call, "id", "")
-    if called not in _MAKERS:
+    if call_name(made[0].value) not in _MAKERS:
         return None
+    source = "".join(linecache.getlines(file))
     value = " ".join((ast.get_source_segment(source, made[0].value) or "").split())
     return Fix(f"{name} = {value}", f"{name} = {value}.to(tl.int64)", made[0].lineno,
                elsewhere=made[0].lineno != line)
 
 
 def _used_in_block_pointers(function, name):
-    for node in ast.walk(function):
-        if isinstance(node, ast.Call):
-            called = node.func.attr if isinstance(node.func, ast.Attribute) else \
-                getattr(node.func, "id", "")
-            position = _BLOCK_POINTER_OFFSETS.get(called)
-            if position is None:
-                continue
-            offsets = [k.value for k in node.keywords if k.arg == "offsets"]
-            offsets += node.args[position:position + 1]
-            if any(isinstance(inner, ast.Name) and inner.id == name
-                   for argument in offsets for inner in ast.walk(argument)):
-                return True
-    return False
-
-
-# Where the offsets of a block pointer call are, by position.
-_BLOCK_POINTER_OFFSETS = {"make_block_ptr": 3, "advance": 1}
+    return any(isinstance(inner, ast.Name) and inner.id == name
+               for node in ast.walk(function) if isinstance(node, ast.Call)
+               for offset in block_pointer_offsets(node) for inner in ast.walk(offset))
 
 
 def _cast(side):
@@ -193,11 +175,10 @@ def _balanced(text):
 def _late_cast(file, line, product):
     """The cast written around ``product`` on ``file:line`` (``tl.cast(a * b, tl.int64)``,
     ``(a * b).to(tl.int64)``), as written; None if there is none."""
-    source = "".join(linecache.getlines(file))
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = source_tree(file)
+    if tree is None:
         return None
+    source = "".join(linecache.getlines(file))
     wanted = _normal(product)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.lineno <= line <= node.end_lineno:

@@ -334,11 +334,11 @@ def _location(line, aliases):
     if not match:
         return ("", 0, 0)
     file, number, column = _resolve(match.group(1), aliases, 0)
-    return file, number, max(0, column - _COLUMN_BASE())
+    return file, number, max(0, column - _column_base())
 
 
 @functools.cache
-def _COLUMN_BASE():
+def _column_base():
     return 1 if compat.source_columns_are_starts() else 0
 
 

@@ -85,8 +85,7 @@ def as_github(report, root=None):
             "file": shown(finding.file, root), "line": finding.line,
             "col": finding.column + 1, "title": f"int32 offset product in {finding.kernel}"}))
     for problem in report.problems:
-        file, _, line = problem.where.rpartition(":")
-        file, line = (file, line) if line.isdigit() else (problem.where, "1")
+        file, line = _problem_location(problem)
         lines.append(_workflow_command("warning", problem.format(root), {
             "file": shown(file, root), "line": line, "title": "kernel not checked"}))
     if report.baseline is not None:
@@ -187,13 +186,11 @@ def as_sarif(report, root=None):
                                            "justification": entry.reason}]
         results.append(result)
     for problem in report.problems:
-        file, _, line = problem.where.rpartition(":")
-        if not line.isdigit():
-            file, line = problem.where, "1"
+        file, line = _problem_location(problem)
         results.append({
             "ruleId": NOT_CHECKED_RULE, "level": "warning",
             "message": {"text": problem.format(root)},
-            "locations": [_location(file, int(line) or 1, 1, root)],
+            "locations": [_location(file, line, 1, root)],
         })
     return json.dumps({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -217,6 +214,12 @@ def as_sarif(report, root=None):
             "results": results,
         }],
     }, indent=1) + "\n"
+
+
+def _problem_location(problem):
+    """(file, line) of a kernel or file that could not be checked (line 1 for a file)."""
+    file, _, line = problem.where.rpartition(":")
+    return (file, int(line) or 1) if line.isdigit() else (problem.where, 1)
 
 
 def _sarif_fix(finding, root):

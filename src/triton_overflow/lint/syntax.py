@@ -1,9 +1,21 @@
-"""Small readers of a jit function's Python syntax tree: its definition, the name a call is
-made by, a call's argument by position or keyword, the names and the dtype an expression spells."""
+"""Small readers of Python syntax trees: a file's tree as ``linecache`` serves it, a jit
+function's definition, the name a call is made by, a call's argument by position or keyword,
+the offsets a block pointer call takes, the names and the dtype an expression spells."""
 
 import ast
+import functools
 import inspect
+import linecache
 import textwrap
+
+
+@functools.lru_cache(maxsize=256)
+def source_tree(file):
+    """The module tree of ``file`` as ``linecache`` holds it, or None where it does not parse."""
+    try:
+        return ast.parse("".join(linecache.getlines(file)))
+    except (SyntaxError, ValueError):
+        return None
 
 
 def function_tree(jit_function):
@@ -30,6 +42,20 @@ def argument(node, position, keyword):
         if item.arg == keyword:
             return item.value
     return node.args[position] if len(node.args) > position else None
+
+
+# Where the offsets of a block pointer call are, by position.
+_BLOCK_POINTER_OFFSETS = {"make_block_ptr": 3, "advance": 1}
+
+
+def block_pointer_offsets(node):
+    """The expressions a ``tl.make_block_ptr`` or ``tl.advance`` call gives as its offsets
+    (empty for any other call)."""
+    position = _BLOCK_POINTER_OFFSETS.get(call_name(node))
+    if position is None:
+        return []
+    offsets = [k.value for k in node.keywords if k.arg == "offsets"]
+    return offsets + node.args[position:position + 1]
 
 
 def names(expression):
