@@ -118,7 +118,10 @@ def jit_function_of(obj):
             return obj
         if InterpretedFunction and isinstance(obj, InterpretedFunction):
             return _jit_from_interpreted(obj)
-        obj = getattr(obj, "fn", None)
+        try:
+            obj = getattr(obj, "fn", None)
+        except Exception:  # noqa: BLE001 - an engine object that raises on any attribute
+            return None
     return None
 
 

@@ -8,6 +8,7 @@ What was dropped is said. Also: finding the jit functions a file declares, insid
 """
 
 import ast
+import copy
 import sys
 
 from triton_overflow.compat import jit_function_of
@@ -18,7 +19,42 @@ _AUTOTUNE_REQUIRED = {"configs": "[]", "key": "[]"}
 
 
 def has_triton_decorator(function):
-    return any(_is_triton_decorator(d) for d in function.decorator_list)
+    return not getattr(function, NOT_TRITON, False) and \
+        any(_is_triton_decorator(d) for d in function.decorator_list)
+
+
+NOT_TRITON = "_overflow_lint_not_triton"  # set on a FunctionDef another DSL's ``jit`` makes
+
+
+def _mark_other_dsls(tree):
+    """Mark the functions whose ``jit`` decorators all come from a module that is not Triton
+    (``import cutlass.cute as cute``; ``@cute.jit``): CuTe DSL, Numba, JAX functions are no
+    Triton kernels. A ``jit`` from anywhere else (``from engine.utils import jit``, Triton
+    re-exported) keeps counting as Triton's."""
+    foreign = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in _OTHER_DSLS:
+                    foreign.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and \
+                node.module.split(".")[0] in _OTHER_DSLS:
+            foreign.update(alias.asname or alias.name for alias in node.names)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            roots = [_root(d) for d in node.decorator_list if _is_triton_decorator(d)]
+            if roots and all(root in foreign for root in roots):
+                setattr(node, NOT_TRITON, True)
+
+
+_OTHER_DSLS = {"cutlass", "numba", "jax", "cupy", "tilelang", "warp", "cuda", "mojo"}
+
+
+def _root(decorator):
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    while isinstance(target, ast.Attribute):
+        target = target.value
+    return getattr(target, "id", "")
 
 
 def _is_triton_decorator(decorator):
@@ -33,6 +69,7 @@ def _decorator_name(decorator):
 def define(function, file, namespace, left_out, execute):
     """Define a jit function: as written, else with Triton's decorators and what of their
     arguments can be read. Returns the wrapper, or None."""
+    _bind_names_of_defaults(function, namespace)
     if execute and not _reads_stand_ins(function, namespace):
         try:
             statements.run(function, file, namespace)
@@ -54,6 +91,20 @@ def define(function, file, namespace, left_out, execute):
     if dropped:
         left_out.append(f"of {function.name} at line {function.lineno}: " + ", ".join(dropped))
     return namespace.get(function.name)
+
+
+def _bind_names_of_defaults(function, namespace):
+    """A stand-in for each name a parameter's default reads that the module could not bind
+    (``FP8_MIN: tl.constexpr = float8_info.min`` where ``float8_info`` comes from the engine's
+    platform): the parameter is then guessed from its use, as one without a default, and
+    Triton, which reads the defaults again as it compiles, finds the name."""
+    import builtins
+    arguments = function.args
+    for default in list(arguments.defaults) + [d for d in arguments.kw_defaults if d]:
+        for node in ast.walk(default):
+            if isinstance(node, ast.Name) and node.id not in namespace and \
+                    not hasattr(builtins, node.id):
+                namespace[node.id] = standins.StandIn(f"{node.id} (not loaded)")
 
 
 def _reads_stand_ins(function, namespace):
@@ -166,17 +217,46 @@ def _readable_arguments(arguments):
 
 def declared_jit_functions(tree):
     """``[FunctionDef]`` with a Triton decorator at module level, inside module-level
-    ``if`` / ``try`` / ``with`` too."""
-    found, pending = [], list(tree.body)
+    ``if`` / ``try`` / ``with`` too; a function made a kernel by a call (``kernel =
+    triton.jit(fn)``) is given as if it were decorated so."""
+    found, pending, functions = [], list(tree.body), {}
+    _mark_other_dsls(tree)
+    called = _jit_by_call(tree)
     while pending:
         node = pending.pop(0)
         if isinstance(node, ast.FunctionDef) and has_triton_decorator(node):
             found.append(node)
             continue
+        if isinstance(node, ast.FunctionDef) and node.name in called:
+            functions[node.name] = node
+            decorated = ast.FunctionDef(**{name: getattr(node, name) for name in node._fields})
+            decorator = copy.deepcopy(called[node.name])
+            for part in ast.walk(decorator):  # placed on the def, where Python starts the code
+                part.lineno, part.end_lineno = node.lineno, node.lineno
+                part.col_offset, part.end_col_offset = node.col_offset, node.col_offset
+            decorated.decorator_list = [decorator] + list(node.decorator_list)
+            found.append(ast.copy_location(decorated, node))
+            continue
         inner = statements.inner_statements(node)
         if inner is not None:
             pending[:0] = inner
     return found
+
+
+def _jit_by_call(tree):
+    """{function name: the decorator it would have} for each module-level ``triton.jit(fn)``
+    (``jit(fn)``, ``triton.jit(**options)(fn)``) that names a function of the module."""
+    made = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or len(node.args) != 1 or \
+                not isinstance(node.args[0], ast.Name):
+            continue
+        maker = node.func
+        if _decorator_name(ast.Call(func=maker, args=[], keywords=[])) == "jit" or \
+                isinstance(maker, ast.Call) and _decorator_name(maker) == "jit":
+            decorator = maker if isinstance(maker, ast.Call) else maker
+            made[node.args[0].id] = decorator
+    return made
 
 
 def first_line(function):

@@ -24,7 +24,7 @@ import sysconfig
 import types
 
 from triton_overflow.compat import jit_function_of
-from triton_overflow.lint import standins, statements
+from triton_overflow.lint import reexports, standins, statements
 from triton_overflow.lint.jit_functions import (declared_jit_functions, define, defines,
                                                 has_triton_decorator)
 
@@ -40,6 +40,7 @@ def load(file, tree, execute=True):
     if execute:
         module, first_error = _import(file)
         if module is not None:
+            _bind_reexported_triton(tree, file, module.__dict__)
             left_out = _define_unreached(module, tree, file, execute=True)
             return module, _said("defined outside the branches the import took", left_out)
     module = _empty_module(file)
@@ -65,6 +66,18 @@ def _said(note, left_out):
 
 
 def _import(file):
+    """(module, None) or (None, the error importing ``file`` raised); whatever the engine's
+    modules print or warn while they import is not the check's output."""
+    import contextlib
+    import io
+    import warnings
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        return _import_quietly(file)
+
+
+def _import_quietly(file):
     from triton_overflow.lint.discover import dotted_name
     name = dotted_name(file)
     try:
@@ -76,7 +89,7 @@ def _import(file):
         sys.modules[module.__name__] = module
         spec.loader.exec_module(module)
         return module, None
-    except Exception as error:  # noqa: BLE001 - any failure falls back to the tolerant load
+    except (Exception, SystemExit) as error:  # noqa: BLE001 - any failure: the tolerant load
         if name is None:
             sys.modules.pop(_synthetic_name(file), None)
         return None, error
@@ -104,13 +117,17 @@ def _run_tolerantly(statement, file, module, left_out, execute):
     namespace = module.__dict__
     if isinstance(statement, (ast.Import, ast.ImportFrom)):
         if not execute and not _is_triton_import(statement):
+            namespace.update(_triton_bindings(statement, file))
             _bind_without_running(statement, file, namespace)
             return
         try:
             statements.run(statement, file, namespace)
+            namespace.update(_triton_bindings(statement, file))
         except Exception:  # noqa: BLE001 - the engine is not here: Triton's names, stand-ins
+            namespace.update(_triton_bindings(statement, file))
             _bind_triton_names(statement, namespace)
-            standins.bind(namespace, _bound_names(statement), _import_text(statement))
+            # The project's own jit helpers and constants, read without running their module.
+            _bind_without_running(statement, file, namespace)
             left_out.append(f"line {statement.lineno} (its import failed: stand-ins used)")
         return
     if isinstance(statement, ast.FunctionDef):
@@ -141,11 +158,31 @@ def _run_tolerantly(statement, file, module, left_out, execute):
 _LOADING = {}  # file -> module, for the files loaded without running them
 
 
+def _triton_bindings(statement, file):
+    try:
+        return reexports.triton_bindings(statement, file)
+    except Exception:  # noqa: BLE001 - an unreadable wrapper binds nothing of Triton
+        return {}
+
+
+def _bind_reexported_triton(tree, file, namespace):
+    """Triton's own modules under the names the file imports them by through its engine's
+    wrapper, in place of whatever the wrapper gave (a placeholder where it found no GPU)."""
+    for statement in ast.walk(tree):
+        if isinstance(statement, (ast.Import, ast.ImportFrom)) and \
+                not _is_triton_import(statement):
+            for name, module in _triton_bindings(statement, file).items():
+                if namespace.get(name) is not module:
+                    namespace[name] = module
+
+
 def _bind_without_running(statement, file, namespace):
     """An import, without running the imported module: a ``from`` import of a file that can be
     found on the path (the project's own helper kernels) is loaded the same way, without
     running it; every other name is a stand-in."""
     source = _module_file(statement, file) if isinstance(statement, ast.ImportFrom) else None
+    if source is not None and not _defines_any(source, [a.name for a in statement.names]):
+        source = None  # nothing the check needs: stand-ins, without reading further
     if source is not None:
         module = _LOADING.get(source)
         if module is None and source not in _LOADING:
@@ -164,30 +201,58 @@ def _bind_without_running(statement, file, namespace):
     standins.bind(namespace, _bound_names(statement), _import_text(statement))
 
 
+def _defines_any(file, names):
+    """Whether ``file`` declares a jit function or a literal constant under one of ``names``
+    (or any, for ``*``): what loading it without running it can give an importer."""
+    jit_names, constants = _loadable_names(file)
+    return "*" in names and bool(jit_names | constants) or \
+        bool(set(names) & (jit_names | constants))
+
+
+_LOADABLE = {}  # file -> (jit function names, literal constant names)
+
+
+def _loadable_names(file):
+    if file not in _LOADABLE:
+        try:
+            tree = ast.parse(file.read_text(), filename=str(file))
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            tree = ast.Module(body=[], type_ignores=[])
+        jit_names = {f.name for f in declared_jit_functions(tree)}
+        constants = set()
+        for statement in _top_level_statements(tree.body):
+            if _is_literal_assignment(statement):
+                targets = statement.targets if isinstance(statement, ast.Assign) else \
+                    [statement.target]
+                constants |= {t.id for t in targets}
+        _LOADABLE[file] = (jit_names, constants)
+    return _LOADABLE[file]
+
+
+def _top_level_statements(body):
+    for statement in body:
+        inner = statements.inner_statements(statement)
+        if inner is None:
+            yield statement
+        else:
+            yield from _top_level_statements(inner)
+
+
 def _module_file(statement, file):
-    """The ``.py`` file a ``from X import ...`` names, found without importing anything."""
+    """The project's own ``.py`` file a ``from X import ...`` names, found without importing
+    anything: the standard library and installed packages are stand-ins (loading them would be
+    slow, and they define no kernel of the project)."""
     from pathlib import Path
-    parts = (statement.module or "").split(".") if statement.module else []
-    if statement.level:
-        base = Path(file).resolve().parent
-        for _ in range(statement.level - 1):
-            base = base.parent
-        bases = [base]
-    else:
-        installed = {Path(p).resolve() for p in
-                     (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-                      sysconfig.get_paths()["platlib"])}
-        # The project's own files only: the standard library and installed packages are
-        # stand-ins (loading them would be slow, and they define no kernel of the project).
-        bases = [base for base in (Path(entry or ".").resolve() for entry in sys.path)
-                 if not any(base == root or root in base.parents for root in installed)
-                 and "site-packages" not in base.parts]
-    for base in bases:
-        candidate = base.joinpath(*parts)
-        for path in (candidate.with_suffix(".py"), candidate / "__init__.py"):
-            if parts and path.is_file():
-                return path
-    return None
+    path = reexports.module_file(statement, file)
+    if path is None:
+        return None
+    installed = {Path(p).resolve() for p in
+                 (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+                  sysconfig.get_paths()["platlib"])}
+    resolved = path.resolve()
+    if "site-packages" in resolved.parts or any(root in resolved.parents for root in installed):
+        return None
+    return path
 
 
 def _is_triton_import(statement):

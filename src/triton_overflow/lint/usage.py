@@ -40,6 +40,7 @@ class Usage(Addresses):
         self.pairs = set()  # (a, b): two parameters compared with each other
         self.keyword_defaults = {}  # constexpr passed as a keyword -> that keyword's default
         self.address_tables = set()  # pointers whose loaded values are cast to pointers
+        self.addresses_as_ints = set()  # int parameters cast to pointers: raw addresses
         self._int_uses = set()  # names used as integers
         self._read(tree)
 
@@ -111,6 +112,7 @@ class Usage(Addresses):
                 self._mark_int(owner)  # widened as an index; a narrowing may convert a float
             if isinstance(target, ast.Call) and syntax.call_name(target) == "pointer_type":
                 self.address_tables |= self._loaded_from(owner)
+                self.addresses_as_ints |= syntax.names(owner) & set(self.params)
             if target is not None and name == "to":
                 self.dtypes |= syntax.names(target) & set(self.params)
         elif name in ("zeros", "full", "empty"):
@@ -144,6 +146,10 @@ class Usage(Addresses):
                 self._apply_helper_role(keyword.value, keyword.arg, usage)
 
     def _apply_helper_role(self, arg, helper_param, usage):
+        if helper_param in usage.address_tables:
+            self.address_tables |= self.bases(arg)
+        if helper_param in usage.addresses_as_ints:
+            self.addresses_as_ints |= syntax.names(arg) & set(self.params)
         if helper_param in usage.pointers:
             self._pointer_expression(arg)
             if helper_param in usage.int_pointers:
