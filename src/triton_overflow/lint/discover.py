@@ -88,6 +88,106 @@ def find(paths, execute=True):
     return found
 
 
+def files_under(paths):
+    """(the ``.py`` files under ``paths`` that declare a jit function, in order; a ``Problem``
+    for each path that names nothing)."""
+    files, problems = [], []
+    for spec in paths:
+        try:
+            found = _files(spec)
+        except LookupError as error:
+            problems.append(Problem(str(spec), str(error)))
+            continue
+        files += [file for file in found if file not in files]
+    return [file for file in files if _declares_jit(file)], problems
+
+
+def _declares_jit(file):
+    tree = _tree(file)
+    return tree is None or bool(jit_functions.declared_jit_functions(tree))
+
+
+def _tree(file):
+    """The syntax tree of a file that mentions Triton, None where it cannot be parsed (the
+    check says why), or an empty module where it never mentions Triton."""
+    try:
+        text = Path(file).read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if "triton" not in text:
+        return ast.Module(body=[], type_ignores=[])
+    try:
+        return ast.parse(text, filename=str(file))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def helpers_called_across(files):
+    """{file: names of its jit functions that a jit function of another of ``files`` calls}:
+    through a name imported from it (``from pkg.helpers import f``) or through the module
+    (``import pkg.helpers as h``; ``h.f(...)``), read from the sources."""
+    from triton_overflow.lint.reexports import module_file
+    declared = {}
+    for file in files:
+        tree = _tree(file)
+        if tree is not None:
+            declared[Path(file).resolve()] = (tree, {f.name for f in
+                                                     jit_functions.declared_jit_functions(tree)})
+    called = {}
+    for file, (tree, _) in declared.items():
+        by_name, by_module = {}, {}  # local name -> (file, name); local module name -> file
+        for statement in ast.walk(tree):
+            if isinstance(statement, ast.ImportFrom):
+                source = module_file(statement, file)
+                for alias in statement.names:
+                    target = source.resolve() if source is not None else None
+                    if target in declared and alias.name in declared[target][1]:
+                        by_name[alias.asname or alias.name] = (target, alias.name)
+                    submodule = _submodule_file(statement, alias, file)
+                    if submodule in declared:
+                        by_module[alias.asname or alias.name] = submodule
+            elif isinstance(statement, ast.Import):
+                for alias in statement.names:
+                    if alias.asname:
+                        target = _submodule_file(ast.ImportFrom(module=alias.name, level=0,
+                                                                names=[]), None, file)
+                        if target in declared:
+                            by_module[alias.asname] = target
+        for function in jit_functions.declared_jit_functions(tree):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Name) and node.id in by_name:
+                    target, name = by_name[node.id]
+                    if target != file:
+                        called.setdefault(target, set()).add(name)
+                elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                        node.value.id in by_module:
+                    target = by_module[node.value.id]
+                    if target != file and node.attr in declared[target][1]:
+                        called.setdefault(target, set()).add(node.attr)
+    return called
+
+
+def _submodule_file(statement, alias, file):
+    """The file of module ``X.alias`` (``from X import alias``), or of ``X`` when ``alias`` is
+    None."""
+    from triton_overflow.lint.reexports import module_file
+    module = statement.module
+    if alias is not None:
+        module = f"{module}.{alias.name}" if module else alias.name
+    found = module_file(ast.ImportFrom(module=module, level=statement.level, names=[]), file)
+    return found.resolve() if found is not None else None
+
+
+def declared_parameters(files):
+    """The parameter names of every jit function the files declare."""
+    names = set()
+    for file in files:
+        tree = _tree(file)
+        for function in jit_functions.declared_jit_functions(tree) if tree else ():
+            names |= {a.arg for a in function.args.args + function.args.kwonlyargs}
+    return names
+
+
 def _called_from_other_modules(kernels):
     """(file, name) of the jit functions that a jit function of another module calls by a name
     it imported (``from helpers import f``; a call through a module, ``helpers.f``, is not

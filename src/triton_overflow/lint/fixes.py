@@ -14,12 +14,12 @@ wrapped.
 """
 
 import ast
-import linecache
 import re
 from dataclasses import dataclass
 
 from triton_overflow.lint.ops import LOADS
-from triton_overflow.lint.syntax import block_pointer_offsets, call_name, source_tree
+from triton_overflow.lint.syntax import (block_pointer_offsets, call_name, segment,
+                                          source_tree)
 
 # What an operand is made of, by how surely it grows with the workload (``flow.Origin.kind``).
 _GROWTH = {"loaded value": 3, "atomic result": 3, "program id": 2, "loop variable": 2,
@@ -126,8 +126,7 @@ def _made_once(file, line, name):
         return None  # widened there, the block pointer would refuse it
     if call_name(made[0].value) not in _MAKERS:
         return None
-    source = "".join(linecache.getlines(file))
-    value = " ".join((ast.get_source_segment(source, made[0].value) or "").split())
+    value = " ".join((segment(file, made[0].value) or "").split())
     return Fix(f"{name} = {value}", f"{name} = {value}.to(tl.int64)", made[0].lineno,
                elsewhere=made[0].lineno != line)
 
@@ -178,7 +177,6 @@ def _late_cast(file, line, product):
     tree = source_tree(file)
     if tree is None:
         return None
-    source = "".join(linecache.getlines(file))
     wanted = _normal(product)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.lineno <= line <= node.end_lineno:
@@ -191,8 +189,8 @@ def _late_cast(file, line, product):
             inside = node.args[0]
         else:
             continue
-        if _normal(ast.get_source_segment(source, inside) or "") == wanted:
-            return " ".join((ast.get_source_segment(source, node) or "").split())
+        if _normal(segment(file, inside) or "") == wanted:
+            return " ".join((segment(file, node) or "").split())
     return None
 
 

@@ -24,6 +24,9 @@ from triton_overflow.lint.usage import NO_DEFAULT, Usage
 
 MAX_COMBINATIONS = 16
 BLOCK_DEFAULT = 128
+# Where the guessed sizes break the kernel's own rules (a power-of-two tl.arange of a sum, a
+# tl.static_assert, Triton's limit on a tile's elements), every guessed size is tried at these.
+GUESS_FALLBACKS = (16, 32, 64, 8, 256, 4, 2, 1)
 POINTER = "<pointer>"  # in a variant: the parameter stays a pointer (not None)
 
 
@@ -34,11 +37,54 @@ class Plan:
     types: dict  # parameter -> Triton type string ("*fp32", "i32", "constexpr", ...)
     constexpr_variants: list  # [{parameter: value}], the first is the default
     pointer_fallbacks: list = field(default_factory=list)  # other {parameter: type} to try
+    constexpr_fallbacks: list = field(default_factory=list)  # other guessed values to try
+    choices: dict = field(default_factory=dict)  # constexpr -> every value worth analysing
+    pair_variants: list = field(default_factory=list)  # two guesses equal, and unequal
+    co_guarding: list = field(default_factory=list)  # (a, b): choices tested together, nested
     notes: list = field(default_factory=list)  # what was assumed, one line each
 
 
-def plan(jit_function, configs=None):
-    """The ``Plan`` of a ``JITFunction``; ``configs`` are autotune configs (``.kwargs``)."""
+class VariantSearch:
+    """Which constexpr variants of a plan to compile, in two rounds: the default and each
+    choice alone (with the pair variants); then every combination of the choices that changed
+    the kernel's products alone. A flag that guards no product needs no second compile, and
+    the cost grows with the flags that matter, not as 2**flags."""
+
+    def __init__(self, kernel_plan):
+        self.base = kernel_plan.constexpr_variants[0]
+        self.choices = kernel_plan.choices
+        first = [self.base]
+        self.toggled = {}  # index in the first round -> the choice it toggles
+        for name in sorted(self.choices):
+            for option in self.choices[name][1:]:
+                variant = {**self.base, name: option}
+                if variant not in first:
+                    self.toggled[len(first)] = name
+                    first.append(variant)
+        self.first_round = _dedup(first + list(kernel_plan.pair_variants))
+        self.co_guarding = [(a, b) for a, b in kernel_plan.co_guarding
+                            if a in self.choices and b in self.choices]
+
+    def second_round(self, outcomes):
+        """The combinations still to compile, given ``outcomes`` of the first round (by index:
+        the products a variant has, or None where it did not compile): every combination of
+        the choices that changed the products alone, and each pair of choices tested together
+        (``if A and B:``, ``if A:`` around ``if B:``), which neither changes alone."""
+        base = outcomes.get(0)
+        mattering = sorted({name for index, name in self.toggled.items()
+                            if outcomes.get(index) != base})
+        grid = _combinations(self.base, {n: self.choices[n] for n in mattering}) \
+            if len(mattering) >= 2 else []
+        for first, second in self.co_guarding:
+            for one in self.choices[first][1:]:
+                for other in self.choices[second][1:]:
+                    grid.append({**self.base, first: one, second: other})
+        return _dedup([variant for variant in grid if variant not in self.first_round])
+
+
+def plan(jit_function, configs=None, pointee=None):
+    """The ``Plan`` of a ``JITFunction``; ``configs`` are autotune configs (``.kwargs``);
+    ``pointee(name)`` gives the element type a deployment states for a pointer, or None."""
     tree = function_tree(jit_function)
     params = [p.name for p in jit_function.params]
     usage = Usage(tree, params, jit_function.fn.__globals__)
@@ -66,24 +112,61 @@ def plan(jit_function, configs=None):
                 choices[name] = options
         elif _annotated_type(annotation):
             types[name] = _annotated_type(annotation)
+        elif name in usage.pointers and pointee is not None and pointee(name):
+            types[name] = "*" + pointee(name)
+            notes.append(f"`{name}` holds {pointee(name)}, as the envelope says")
         elif name in usage.pointers:
             types[name] = ("*i64" if name in usage.address_tables else
                            "*i32" if name in usage.int_pointers else
                            "*i1" if name in usage.bool_pointers else "*fp32")
             if None in usage.compared.get(name, ()):
                 choices[name] = [POINTER, None]  # launched with None too: analyse both
+        elif name in usage.addresses_as_ints:
+            types[name] = "i64"  # a raw address, cast to a pointer in the kernel
         elif name in usage.floats:
             types[name] = "fp32"
         else:
             types[name] = "i32"
     variants = _combinations(constexprs, choices)
+    pair_variants = []
     for first, second in sorted(usage.pairs):
         if first in guesses and second in guesses:
-            variants += _pair_variants(variants[0], first, second)
+            pair_variants += _pair_variants(variants[0], first, second)
             notes.append(f"`{first}` and `{second}` are compared and neither has a default: "
                          f"checked with {first} == {second} and {first} != {second}")
-    return Plan(types=types, constexpr_variants=_dedup(variants),
-                pointer_fallbacks=_fallbacks(types, usage), notes=notes)
+    numbers = [name for name in guesses if type(constexprs[name]) is int]
+    return Plan(types=types, constexpr_variants=_dedup(variants + pair_variants),
+                pointer_fallbacks=_fallbacks(types, usage), notes=notes,
+                choices=choices, pair_variants=pair_variants,
+                co_guarding=_co_guarding(tree, set(choices)),
+                constexpr_fallbacks=[{name: value for name in numbers}
+                                     for value in GUESS_FALLBACKS] if numbers else [])
+
+
+def _co_guarding(tree, names):
+    """Pairs of ``names`` tested in one condition or in nested ones: a product behind both is
+    seen only with both changed."""
+    import ast
+    pairs = set()
+
+    def tested(test):
+        return {n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in names}
+
+    def visit(node, outer):
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)):
+            here = tested(node.test)
+            pairs.update((a, b) for a in outer | here for b in here if a < b or
+                         a in outer and a != b)
+            inside = outer | here
+            for child in ast.iter_child_nodes(node):
+                if child is not node.test:
+                    visit(child, inside)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, outer)
+
+    visit(tree, set())
+    return sorted(tuple(sorted(pair)) for pair in pairs)
 
 
 def _pair_variants(default, first, second):
@@ -128,9 +211,12 @@ def _annotated_type(annotation):
 
 
 def _defaults(jit_function):
+    """The parameters' defaults that are values: one computed from what could not be loaded
+    (a stand-in) counts as no default, and is guessed from its use."""
+    from triton_overflow.lint.standins import StandIn
     signature = inspect.signature(jit_function.fn)
     return {name: p.default for name, p in signature.parameters.items()
-            if p.default is not inspect.Parameter.empty}
+            if p.default is not inspect.Parameter.empty and not isinstance(p.default, StandIn)}
 
 
 def _constexpr_values(name, default, config_values, usage):
@@ -209,4 +295,10 @@ def _fallbacks(types, usage):
     options.append({n: "*fp32" for n in pointers})
     options += [{n: ("*fp32" if types[n] == "*i32" else "*i32")} for n in pointers]
     options.append({n: "fp32" for n in usage.maybe_floats if types.get(n) == "i32"})
+    floats = [n for n in pointers if types[n] == "*fp32"]
+    # Data of another width, read through bitcasts or by tl.dot_scaled: fp8 and packed bytes,
+    # half precision, then each float pointer alone as bytes.
+    for pointee in ("*fp8e4nv", "*u8", "*bf16", "*fp16", "*i16"):
+        options.append({n: pointee for n in floats})
+    options += [{n: "*u8"} for n in floats]
     return [o for o in options if o]

@@ -18,6 +18,26 @@ def source_tree(file):
         return None
 
 
+@functools.lru_cache(maxsize=256)
+def _encoded_lines(file):
+    return tuple(line.encode() for line in linecache.getlines(file))
+
+
+def segment(file, node):
+    """The source text of ``node`` in ``file`` as written (``ast.get_source_segment``, without
+    splitting the whole file again for every node), or ""."""
+    lines = _encoded_lines(file)
+    end_line = getattr(node, "end_lineno", None)
+    if end_line is None or node.lineno < 1 or end_line > len(lines):
+        return ""
+    first, last = node.lineno - 1, end_line - 1
+    if first == last:
+        return lines[first][node.col_offset:node.end_col_offset].decode(errors="replace")
+    parts = [lines[first][node.col_offset:]] + list(lines[first + 1:last]) + \
+        [lines[last][:node.end_col_offset]]
+    return b"".join(parts).decode(errors="replace")
+
+
 def function_tree(jit_function):
     """The ``ast.FunctionDef`` of a ``JITFunction``'s source."""
     source = textwrap.dedent(inspect.getsource(jit_function.fn))
