@@ -48,6 +48,20 @@ LINT_OPTIONS = (
     (("--verify-fixes", ), dict(action="store_true", help="compile each error's fix into its "
                                 "kernel and keep the first that holds: the product gone, none "
                                 "added (about doubles the time; for the files you fix)")),
+    (("--envelope", ), dict(metavar="FILE", help="the deployment envelope (a TOML file with "
+                            "an [envelope] table): the largest dimensions and the tensors' "
+                            "shapes, so that a level follows from what a tensor can hold "
+                            "(default: [tool.triton-overflow.envelope] of the pyproject.toml "
+                            "here or above, if any; see docs/envelope.md)")),
+    (("--no-envelope", ), dict(action="store_true", help="judge each product by its shape "
+                               "alone, even where a pyproject.toml gives an envelope")),
+    (("--top", ), dict(type=int, metavar="N", default=0, help="show only the N findings that "
+                       "reach furthest past 2**31 (with an envelope), worst first")),
+    (("-j", "--jobs"), dict(type=int, metavar="N", default=0, help="check N files at a time, "
+                            "each in its own process (default: one per core)")),
+    (("--no-cache", ), dict(action="store_true", help="check every file again, ignoring and "
+                            "not writing the reports kept from earlier runs (kept under "
+                            "$TRITON_OVERFLOW_CACHE, else ~/.cache/triton-overflow)")),
     (("--format", ), dict(choices=("text", "json", "sarif", "github"), default="text",
                           help="text; json (its schema: docs/json-report.md); sarif 2.1.0, for "
                           "code scanning; github: annotations as GitHub Actions workflow "
@@ -139,8 +153,17 @@ def _lint(args):
             result = launches.lint_launches(args.launches, args.paths)
         else:
             facts = launches.parse_limits(args.limits) if args.limits else None
+            from triton_overflow.lint.driver import Progress
+            if args.jobs < 0:
+                raise ValueError("--jobs needs a positive number (or 0: one per core)")
+            from triton_overflow.lint import envelope as envelopes
+            envelope = None if args.no_envelope else envelopes.load(args.envelope)
+            if args.top < 0:
+                raise ValueError("--top needs a positive number")
             result = lint(args.paths, twins=args.twins, facts=facts, execute=not args.no_exec,
-                          verify_fixes=args.verify_fixes)
+                          verify_fixes=args.verify_fixes, jobs=args.jobs or _cores(),
+                          progress=Progress(), use_cache=not args.no_cache, envelope=envelope)
+            result.top = args.top
     except ValueError as error:
         return _usage_error(str(error))
     result.fail_on = args.fail_on
@@ -174,6 +197,14 @@ def _lint(args):
               file=sys.stderr)
         return 0 if result.results else result.exit_code
     return result.exit_code
+
+
+def _cores():
+    import os
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _usage_error(message):

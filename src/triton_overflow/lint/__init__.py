@@ -23,7 +23,7 @@ from triton_overflow.lint import discover
 from triton_overflow.lint.analysis import Finding, find_products
 from triton_overflow.lint.ir import build_graph, compile_ttir, quiet
 from triton_overflow.lint.levels import ERROR, LEVELS, NOTE, WARNING
-from triton_overflow.lint.signature import plan
+from triton_overflow.lint.signature import VariantSearch, plan
 
 CLEAN, FINDINGS, NOT_CHECKED = 0, 1, 2
 
@@ -50,6 +50,8 @@ class Report:
     label: str = "kernels"
     fail_on: str = ERROR  # the least level that makes the exit code 1
     baseline: object = None  # findings known before (``baseline.Baseline``), not failing
+    seconds: dict = field(default_factory=dict)  # file -> seconds its check took
+    top: int = 0  # show only this many findings, those reaching furthest first (0: all)
 
     @property
     def findings(self):
@@ -76,6 +78,7 @@ class Report:
         self.results += other.results
         self.problems += other.problems
         self.notes += other.notes
+        self.seconds.update(other.seconds)
 
 
 class KernelNotChecked(Exception):
@@ -86,32 +89,50 @@ class CompilerDiagnostic(Exception):
     """The error line the compiler printed (MLIR prints, then raises a bare failure)."""
 
 
-def check_kernel(kernel, facts=None, verify_fixes=False):
+def check_kernel(kernel, facts=None, verify_fixes=False, envelope=None):
     """The ``KernelResult`` of one ``discover.Kernel`` over every variant of its flags; with
-    ``verify_fixes``, each error's fix is compiled into the kernel to see that it holds."""
-    kernel_plan = plan(kernel.jit, kernel.configs)
+    ``verify_fixes``, each error's fix is compiled into the kernel to see that it holds; with an
+    ``envelope`` (``envelope.Envelope``), each level follows from what its tensor can hold."""
+    kernel_plan = plan(kernel.jit, kernel.configs,
+                       pointee=envelope.pointee if envelope is not None else None)
     types, first_error, compiled = _first_compiling_types(kernel, kernel_plan)
+    if compiled is None:
+        kernel_plan, types, compiled = _with_other_guesses(kernel, kernel_plan, types)
+    if compiled is None:
+        kernel_plan, types, compiled = _from_another_variant(kernel, kernel_plan, types)
     result = KernelResult(kernel.name, kernel.file, kernel.line, notes=list(kernel_plan.notes))
     findings = {}
     seen_in = {}  # finding key -> (variant index, types, constexprs, that variant's products)
     errors = []
-    for index, variant in enumerate(kernel_plan.constexpr_variants):
+
+    def check_variant(index, variant):
+        """The products of one variant (keys and levels), or None where it does not compile."""
         variant_types, constexprs = _apply_variant(types, variant)
         try:
             module, context = compiled if index == 0 and compiled else \
                 _compile(kernel.jit, variant_types, constexprs)
         except Exception as error:  # noqa: BLE001 - a flag combination may not compile
             errors.append(error)
-            continue
+            return None
         result.variants += 1
         graph = build_graph(module, context, _arguments(kernel.jit, variant_types))
         found = find_products(graph, kernel.name, facts)
+        if envelope is not None and facts is None:
+            found = [judged(finding, envelope, _shown_file(finding.file)) for finding in found]
         products = [finding.product for finding in found]
         for finding in found:
             if _worse(finding, findings.get(finding.key)):
                 findings[finding.key] = finding
                 seen_in[finding.key] = (index, variant_types, constexprs, products)
         result.per_variant.append([finding.key for finding in found])
+        return frozenset((finding.key, finding.level, finding.largest) for finding in found)
+
+    search = VariantSearch(kernel_plan)
+    outcomes = {index: check_variant(index, variant)
+                for index, variant in enumerate(search.first_round)}
+    offset = len(search.first_round)
+    for index, variant in enumerate(search.second_round(outcomes)):
+        check_variant(offset + index, variant)
     if not result.variants:
         raise KernelNotChecked(describe_error(errors[0] if errors else first_error))
     result.complete = not errors
@@ -125,6 +146,18 @@ def check_kernel(kernel, facts=None, verify_fixes=False):
         result.notes.append(f"{names} could not be loaded: checked with a value-only stand-in "
                             f"that returns its first argument")
     return result
+
+
+def judged(finding, envelope, shown_file):
+    from dataclasses import replace
+
+    from triton_overflow.lint.envelope import judged as judge
+    return replace(judge(replace(finding, file=shown_file), envelope, finding.grows),
+                   file=finding.file)
+
+
+def _shown_file(file):
+    return discover._shown(file, None)
 
 
 def _worse(finding, known):
@@ -237,6 +270,46 @@ def _arguments(jit, types):
     return [p.name for p in jit.params if types.get(p.name) != "constexpr"]
 
 
+def _with_other_guesses(kernel, kernel_plan, types):
+    """(plan, types, the default variant compiled) with the guessed constexpr sizes set to the
+    first of ``constexpr_fallbacks`` that compiles; the plan unchanged where none does."""
+    from dataclasses import replace
+    for fallback in kernel_plan.constexpr_fallbacks:
+        variants = []
+        for variant in kernel_plan.constexpr_variants:
+            adjusted = {**variant, **{n: v for n, v in fallback.items()
+                                      if variant.get(n) == kernel_plan.constexpr_variants[0][n]}}
+            if adjusted not in variants:
+                variants.append(adjusted)
+        candidate = replace(kernel_plan, constexpr_variants=variants)
+        found_types, _, compiled = _first_compiling_types(kernel, candidate)
+        if compiled is not None:
+            shown = ", ".join(f"{name} = {value}" for name, value in sorted(fallback.items()))
+            candidate.notes = list(kernel_plan.notes) + [
+                f"the guessed sizes do not compile; checked with {shown}"]
+            return candidate, found_types, compiled
+    return kernel_plan, types, None
+
+
+# Variants tried as the starting point when the default one compiles under no typing.
+OTHER_STARTS = 8
+
+
+def _from_another_variant(kernel, kernel_plan, types):
+    """(plan, types, compiled) starting from the first other variant of the flags that
+    compiles under some typing (a pointer that is a table of addresses under one flag and a
+    tensor under another types only one way); the plan unchanged where none does."""
+    from dataclasses import replace
+    variants = kernel_plan.constexpr_variants
+    for start in variants[1:1 + OTHER_STARTS]:
+        candidate = replace(kernel_plan, constexpr_variants=[start] + [
+            v for v in variants if v is not start])
+        found_types, _, compiled = _first_compiling_types(kernel, candidate)
+        if compiled is not None:
+            return candidate, found_types, compiled
+    return kernel_plan, types, None
+
+
 def _first_compiling_types(kernel, kernel_plan):
     """(types, first error, the default variant compiled): the inferred types, or the first
     fallback typing whose default variant compiles."""
@@ -253,21 +326,35 @@ def _first_compiling_types(kernel, kernel_plan):
     return kernel_plan.types, first_error, None
 
 
-def lint(paths, twins=False, facts=None, execute=True, only=None, verify_fixes=False):
+def lint(paths, twins=False, facts=None, execute=True, only=None, verify_fixes=False, jobs=1,
+         progress=None, use_cache=False, envelope=None):
     """The ``Report`` over every kernel under ``paths`` (their int32 twins with ``twins``, whose
     fixes are not verified: they are the widenings undone); without ``execute`` nothing of the
     files runs but what Triton needs (``loader``); with ``only`` (names), just those kernels;
-    ``verify_fixes`` compiles each error's fix into its kernel (``verify``)."""
-    found = discover.find(paths, execute=execute)
-    if facts is not None:
-        _check_limit_names(found.kernels, facts)
+    ``verify_fixes`` compiles each error's fix into its kernel (``verify``). Files are checked
+    by ``jobs`` worker processes, each file's report kept on disk with ``use_cache``
+    (``driver``)."""
+    from triton_overflow.lint import driver
+    options = dict(twins=twins, facts=facts, execute=execute, only=only,
+                   verify_fixes=verify_fixes, envelope=envelope)
+    return driver.lint_files(paths, options, jobs=jobs, progress=progress, use_cache=use_cache)
+
+
+def check_file_kernels(file, helpers=(), twins=False, facts=None, execute=True, only=None,
+                       verify_fixes=False, envelope=None):
+    """The ``Report`` of one file's kernels, leaving out the jit functions named in
+    ``helpers`` (called by kernels of other files)."""
+    found = discover.find([file], execute=execute)
+    found.kernels = [k for k in found.kernels if k.name not in helpers]
+    found.problems = [p for p in found.problems if not p.kernel or p.kernel not in helpers]
     report = Report(problems=list(found.problems), notes=list(found.notes),
                     label="int32 twins" if twins else "kernels")
     kernels = _twin_kernels(found, report) if twins else found.kernels
     kernels = [k for k in kernels if only is None or k.name in only]
     for kernel in kernels:
         try:
-            result = check_kernel(kernel, facts, verify_fixes=verify_fixes and not twins)
+            result = check_kernel(kernel, facts, verify_fixes=verify_fixes and not twins,
+                                  envelope=envelope)
         except KernelNotChecked as error:
             report.problems.append(discover.Problem(kernel.where, str(error), kernel=kernel.name))
             continue
@@ -283,16 +370,6 @@ def lint(paths, twins=False, facts=None, execute=True, only=None, verify_fixes=F
                          for note in result.notes]
         report.results.append(result)
     return report
-
-
-def _check_limit_names(kernels, facts):
-    """Every name an envelope gives is an argument of some kernel checked (or a grid axis)."""
-    valid = {p.name for kernel in kernels for p in kernel.jit.params}
-    unknown = sorted(set(facts.names) - valid - {"rows", "grid0", "grid1", "grid2"})
-    if unknown and kernels:
-        raise ValueError(f"--limits names no argument of the kernels checked: "
-                         f"{', '.join(unknown)}; their arguments are: "
-                         f"{', '.join(sorted(valid))} (and rows, grid0, grid1, grid2)")
 
 
 def _twin_kernels(found, report):
@@ -338,6 +415,7 @@ def describe_error(error):
     return f"{type(error).__name__}: {message[:300]}"
 
 
-__all__ = ["Finding", "Report", "KernelResult", "check_kernel", "check_launch", "lint",
+__all__ = ["Finding", "Report", "KernelResult", "check_kernel", "check_file_kernels",
+           "check_launch", "lint",
            "describe_error", "CLEAN", "FINDINGS", "NOT_CHECKED", "ERROR", "WARNING", "NOTE",
            "LEVELS"]

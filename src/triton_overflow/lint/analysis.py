@@ -15,15 +15,16 @@ A marker covers only the product it names, and needs its reason.
 import ast
 import linecache
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from triton_overflow import compat
 from triton_overflow.lint.fixes import Fix, widenings
 from triton_overflow.lint.flow import Flow, is_i32
 from triton_overflow.lint.levels import ERROR, LEVELS, WARNING, Levels
-from triton_overflow.lint.ops import BROADCASTS, INT_WIDENINGS, PRODUCTS, SHAPE_OPS
+from triton_overflow.lint.ops import (BROADCASTS, DIVISIONS, INT_WIDENINGS, PRODUCTS,
+                                      REMAINDERS, SHAPE_OPS)
 from triton_overflow.lint.ranges import INT32_LIMIT, Ranges
-from triton_overflow.lint.syntax import block_pointer_offsets, source_tree
+from triton_overflow.lint.syntax import block_pointer_offsets, segment, source_tree
 
 MARKER = re.compile(r"#\s*overflow-lint:\s*(.*)$")
 _BOUNDED = re.compile(r"^(?P<product>.+?)\s+bounded\s+by\s+(?P<reason>\S.*)$")
@@ -47,6 +48,9 @@ class Finding:
     cast_after: bool = field(default=False, compare=False)  # widened only after it wrapped
     fix: Fix | None = field(default=None, compare=False)
     candidate_fixes: tuple = field(default=(), compare=False)  # best first; ``fix`` is chosen
+    tensors: tuple = field(default=(), compare=False)  # pointer arguments its addresses index
+    grows: bool = field(default=False, compare=False)  # scales with the rows it indexes
+    reach: int | None = field(default=None, compare=False)  # elements its tensor can hold
 
     @property
     def key(self):
@@ -74,29 +78,120 @@ def find_products(graph, kernel_name, ranges_env=None):
     levels = Levels(graph, flow, static)
     # A product is direct when it reaches an address without being multiplied again.
     direct_products, scaled_products, visited = {}, {}, set()
-    stack = [(value, True) for value in _sink_offsets(graph, flow)]
+    tensors = {}  # product op index -> the pointer arguments whose addresses it reaches
+    stack = [(value, True, root) for value, root in _sink_offsets(graph, flow)]
     while stack:
-        value, direct = stack.pop()
-        if (value, direct) in visited:
+        value, direct, root = stack.pop()
+        if (value, direct, root) in visited:
             continue
-        visited.add((value, direct))
+        visited.add((value, direct, root))
         op, _ = flow.producer(value)
         is_product = op is not None and op.name in PRODUCTS
         if is_product and is_i32(op.types[0]):
             (direct_products if direct else scaled_products).setdefault(op.index, op)
+            if root:
+                tensors.setdefault(op.index, set()).add(root)
         under = direct and not (is_product and not _by_one(static, op))
-        stack.extend((source, under) for source in flow.sources(value))
+        # What is divided, or taken a remainder of, on its way into an address does not index
+        # that tensor at its own size (a token position over a page size is a page).
+        if op is not None and op.name in DIVISIONS | REMAINDERS:
+            root = None
+        stack.extend((source, under, root) for source in flow.sources(value))
     cast_after = _products_cast_after(graph, flow)
+    inner = _inner_products(graph, flow, static, levels)
     findings = {}
     for index, op in sorted({**scaled_products, **direct_products}.items()):
         finding = _product_finding(op, flow, static, ranges, kernel_name, levels,
                                    direct=index in direct_products,
                                    cast_after=index in cast_after)
         if finding is not None:
+            finding = replace(finding, tensors=tuple(sorted(tensors.get(index, ()))),
+                              grows=levels.grows(op) and index not in inner)
+            if index in inner and finding.level == ERROR and ranges is None:
+                finding = replace(finding, level=WARNING, why=f"{finding.why}; but it indexes "
+                                  f"an inner dimension: it sits beside a row already widened "
+                                  f"to int64, or is the column of `row * stride + col`")
             known = findings.get(finding.key)
             if known is None or LEVELS.index(finding.level) < LEVELS.index(known.level):
                 findings[finding.key] = finding
     return sorted(findings.values(), key=lambda f: (f.file, f.line, f.product))
+
+
+def _inner_products(graph, flow, static, levels):
+    """The indices of the i32 products that index an inner dimension of every address they
+    reach unscaled: one that sits beside a row already widened (an int64 multiply that grows
+    with the workload: the row is that term, this one is a head, a split or a column), or an
+    index times a constant beside an index times an int argument (``col`` of ``row * stride +
+    col``, below the stride)."""
+    verdicts = {}  # product index -> inner in every address so far
+    for offsets in _addresses(graph, flow):
+        terms, seen, stack = {}, set(), [(offset, frozenset()) for offset in offsets]
+        while stack:  # each term of the address, with the axes it was expanded along
+            value, axes = stack.pop()
+            if (value, axes) in seen:
+                continue
+            seen.add((value, axes))
+            op, _ = flow.producer(value)
+            if op is not None and op.name in PRODUCTS and not _by_one(static, op):
+                terms.setdefault(op.index, (op, set()))[1].update(axes)
+                continue
+            if op is not None and op.name == "tt.expand_dims" and op.axis is not None:
+                axes = axes | {op.axis}
+            stack.extend((source, axes) for source in flow.sources(value))
+        for term, axes in terms.values():
+            if not is_i32(term.types[0]):
+                continue
+            others = [(t, a) for t, a in terms.values() if t is not term]
+            beside_a_row = any(not is_i32(t.types[0]) and levels.grows(t) for t, _ in others)
+            by_constant = any(not flow.origins(v) for v in term.operands[:2])
+            column = by_constant and any(_scaled_by_argument(flow, t) for t, _ in others) or \
+                axes == {0} and any(1 in a for _, a in others)
+            # The products inside a term scale what the term scales: its verdict is theirs.
+            for index in {term.index} | _products_within(flow, term):
+                verdicts[index] = verdicts.get(index, True) and (beside_a_row or column)
+    return {index for index, is_inner in verdicts.items() if is_inner}
+
+
+def _addresses(graph, flow):
+    """The offsets of each address a kernel forms, every term of it: ``ptr + row * stride +
+    col`` is two ``tt.addptr`` in a chain, one offset each."""
+    from triton_overflow.lint.ops import POINTER_CARRIERS
+    for op in graph.ops:
+        if op.name != "tt.addptr" or len(op.operands) < 2:
+            continue
+        offsets, pointer, seen = [op.operands[1]], op.operands[0], set()
+        while pointer not in seen:
+            seen.add(pointer)
+            producer, _ = flow.producer(pointer)
+            if producer is None:
+                break
+            if producer.name == "tt.addptr" and len(producer.operands) >= 2:
+                offsets.append(producer.operands[1])
+            elif producer.name not in POINTER_CARRIERS or producer.name == "arith.select":
+                break
+            pointer = producer.operands[0]
+        yield offsets
+
+
+def _products_within(flow, product):
+    """The indices of the products that feed ``product``'s operands."""
+    found, seen, stack = set(), set(), list(product.operands[:2])
+    while stack:
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        op, _ = flow.producer(value)
+        if op is not None and op.name in PRODUCTS:
+            found.add(op.index)
+        stack.extend(flow.sources(value))
+    return found
+
+
+def _scaled_by_argument(flow, product):
+    """Whether one side of ``product`` is an int argument (a stride), the other an index."""
+    kinds = [{o.kind for o in flow.origins(v)} for v in product.operands[:2]]
+    return any(k == {"int argument"} for k in kinds) and all(kinds)
 
 
 def _products_cast_after(graph, flow):
@@ -123,15 +218,24 @@ def _by_one(static, op):
 
 
 def _sink_offsets(graph, flow):
+    """(offset, the pointer argument it indexes, or None) of every address the kernel forms."""
     for op in graph.ops:
         if op.name == "tt.addptr" and len(op.operands) >= 2:
-            yield op.operands[1]
+            yield op.operands[1], flow.pointer_root(op.operands[0])
         elif op.name == "tt.make_tensor_ptr":
-            yield from _unit_stride_offsets(flow, op, op.operands[1 + 2 * _rank(op):])
+            root = flow.pointer_root(op.operands[0])
+            for offset in _unit_stride_offsets(flow, op, op.operands[1 + 2 * _rank(op):]):
+                yield offset, root
         elif op.name == "tt.advance":
-            root = _tensor_pointer(flow, op.operands[0])
+            tensor_pointer = _tensor_pointer(flow, op.operands[0])
             offsets = op.operands[1:]
-            yield from offsets if root is None else _unit_stride_offsets(flow, root, offsets)
+            if tensor_pointer is None:
+                for offset in offsets:
+                    yield offset, None
+                continue
+            root = flow.pointer_root(tensor_pointer.operands[0])
+            for offset in _unit_stride_offsets(flow, tensor_pointer, offsets):
+                yield offset, root
 
 
 def _rank(make_tensor_ptr):
@@ -223,11 +327,10 @@ def _unsigned(file, line):
     function, values, names = line_values(file, line)
     if function is None:
         return False
-    source = "".join(linecache.getlines(file))
     typed = {a.arg for a in function.args.args if a.annotation is not None
-             and _UNSIGNED.search(ast.get_source_segment(source, a.annotation) or "")}
+             and _UNSIGNED.search(segment(file, a.annotation) or "")}
     return bool(typed & names) or any(
-        _UNSIGNED.search(ast.get_source_segment(source, value) or "") for value in values)
+        _UNSIGNED.search(segment(file, value) or "") for value in values)
 
 
 def line_values(file, line):
@@ -315,15 +418,13 @@ def product_parts(file, line, column, shift=False, nested=None):
                                     and _contains(n, line, column)])
         if call is not None:
             # A product inside a library function (tl.swizzle2d), reported where it is called.
-            source = "".join(linecache.getlines(file))
-            called = " ".join((ast.get_source_segment(source, call.func) or "").split())
+            called = " ".join((segment(file, call.func) or "").split())
             return f"a product inside {called}()", "", ""
         return text.strip() or "<source unavailable>", "", ""
-    source = "".join(linecache.getlines(file))
 
     def written(node):
         # On one line, without the space a line break leaves inside brackets.
-        text = " ".join((ast.get_source_segment(source, node) or "").split())
+        text = " ".join((segment(file, node) or "").split())
         return re.sub(r"([(\[]) | ([)\]])", r"\1\2", text)
 
     def side(node):

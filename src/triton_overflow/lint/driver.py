@@ -64,7 +64,8 @@ def _run(tasks, jobs):
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["triton_overflow.lint"])
     with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context,
-                             initializer=_start_worker, initargs=(list(sys.path),)) as pool:
+                             initializer=_start_worker,
+                             initargs=(list(sys.path), os.getpid())) as pool:
         futures = {pool.submit(lint_file, *task): Path(task[0]) for task in tasks}
         for future in as_completed(futures):
             file = futures[future]
@@ -74,10 +75,29 @@ def _run(tasks, jobs):
                 yield file, _failed(file, error)
 
 
-def _start_worker(path):
+def _start_worker(path, run_pid):
     from triton_overflow import mode
+    _stop_with_run(run_pid)
     sys.path[:] = path
     mode.configure(mode.COMPILE)
+
+
+def _stop_with_run(run_pid):
+    """A worker whose run was killed stops too, mid-compile: a daemon thread looks every
+    second whether the run's process is still there."""
+    import threading
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(run_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:
+                pass  # there, under another user: not ours to judge
+
+    threading.Thread(target=watch, name="stop-with-run", daemon=True).start()
 
 
 def _failed(file, error):

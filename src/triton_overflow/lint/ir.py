@@ -24,6 +24,7 @@ _OP_NAME = re.compile(r"^(?:(?:%[\w.$-]+(?::\d+)?)(?:\s*,\s*%[\w.$-]+(?::\d+)?)*
 _INT_CONSTANT = re.compile(r"arith\.constant\s+(?:dense<)?(-?\d+|true|false)>?\s*:\s*"
                            r"(?:tensor<[^>]*x)?(i\d+)")
 _AXIS = re.compile(r"tt\.get_(?:program_id|num_programs)\s+(x|y|z)\b")
+_EXPAND_AXIS = re.compile(r"\{axis = (\d+) : i32\}")
 _SYMBOL = r"(\"[^\"]+\"|[\w.$-]+)"
 _CALLEE = re.compile(r"tt\.call\s+@" + _SYMBOL + r"\(")
 _FUNC = re.compile(r"^tt\.func\s+(?:public|private|nested)?\s*@" + _SYMBOL + r"\((.*)\)\s*"
@@ -259,6 +260,9 @@ def _read_attributes(node, text, op):
     elif node.name in ("tt.get_program_id", "tt.get_num_programs"):
         match = _AXIS.search(text)
         node.axis = "xyz".index(match.group(1)) if match else 0
+    elif node.name == "tt.expand_dims":
+        match = _EXPAND_AXIS.search(text)
+        node.axis = int(match.group(1)) if match else None
     elif node.name == "tt.call":
         match = _CALLEE.search(text)
         node.callee = match.group(1).strip('"') if match else \

@@ -25,6 +25,7 @@ from triton_overflow.lint.ops import CARRIERS, DIVISIONS, LOADED_VALUE_OPS, REMA
 ERROR, WARNING, NOTE = "error", "warning", "note"
 LEVELS = (ERROR, WARNING, NOTE)
 BOUNDED, ARGUMENT, WORKLOAD = 1, 2, 3
+GRID_AXIS_LIMIT = 65_535  # programs CUDA launches at most on grid axis 1 or 2
 
 
 class Levels:
@@ -59,6 +60,28 @@ class Levels:
         if high == ARGUMENT:
             return WARNING, f"bounded by the kernel's own arguments: {high_why} times {low_why}"
         return NOTE, f"bounded: {high_why} times {low_why}"
+
+    def grows(self, op):
+        """Whether a product runs over the rows of what it indexes, as far as the tensor goes:
+        a side that grows with the workload (``program_id(0)``, a loaded slot, page or token,
+        a loop over the programs or to a loaded count, ``offs_m % M`` of a tile on axis 0), or
+        a tile of rows on grid axis 1 or 2 (``pid_m * BLOCK_M``, scaled past what the axis alone
+        holds). A bare program id of axis 1 or 2 (a head, a split) is an inner index, and so is
+        a remainder of anything else (a token's place in its page): they do not."""
+        return any(self._runs_over_rows(value) for value in op.operands[:2])
+
+    def _runs_over_rows(self, value):
+        origins = self.flow.origins(value)
+        kinds = {origin.kind for origin in origins}
+        if kinds & {"loaded value", "atomic result"}:
+            return True
+        axes = {origin.name for origin in origins if origin.kind == "program id"}
+        if "0" in axes and not self.persistent:
+            return True
+        if axes:
+            interval = self.static.interval(value)
+            return interval is None or max(abs(interval[0]), abs(interval[1])) > GRID_AXIS_LIMIT
+        return self.side(value)[0] == WORKLOAD
 
     # --- one side ----------------------------------------------------------------------
 

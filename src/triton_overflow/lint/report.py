@@ -43,6 +43,11 @@ def fix_line(finding):
 def as_text(report, paths=(), root=None):
     lines = [f"note: {note}" for note in report.notes]
     ordered = sorted(report.findings, key=lambda f: (f.file, f.line, f.product, f.kernel))
+    if report.top:
+        from triton_overflow.lint.envelope import ranked
+        ordered = ranked(ordered, report.top)
+        lines.append(f"note: the {len(ordered)} of {len(report.findings)} findings that reach "
+                     f"furthest past 2**31 (--top {report.top}), worst first")
     for finding in ordered:
         lines.append(finding_line(finding, root, report.baseline))
         if fix_line(finding):
@@ -131,6 +136,8 @@ def as_json(report, root=None):
                         for p in report.problems],
         "notes": report.notes,
         "baseline": _baseline_dict(report, root),
+        "seconds": {shown(file, root): round(seconds, 2)
+                    for file, seconds in sorted(report.seconds.items())},
     }, indent=1) + "\n"
 
 
@@ -152,6 +159,7 @@ def _finding_dict(finding, root, baseline=None):
             "cast_after": finding.cast_after,
             "fix": finding.fix.as_dict() if finding.fix else None,
             "baselined": baseline is not None and baseline.known(finding, root),
+            "tensors": list(finding.tensors), "reach": finding.reach,
             "message": finding.message()}
 
 

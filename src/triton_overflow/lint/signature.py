@@ -56,7 +56,9 @@ class VariantSearch:
         first = [self.base]
         self.toggled = {}  # index in the first round -> the choice it toggles
         for name in sorted(self.choices):
-            for option in self.choices[name][1:]:
+            for option in self.choices[name]:
+                if option == self.base.get(name):
+                    continue
                 variant = {**self.base, name: option}
                 if variant not in first:
                     self.toggled[len(first)] = name
@@ -71,14 +73,18 @@ class VariantSearch:
         the choices that changed the products alone, and each pair of choices tested together
         (``if A and B:``, ``if A:`` around ``if B:``), which neither changes alone."""
         base = outcomes.get(0)
+        if base is None:  # the default does not compile: nothing to compare with, so all
+            return [variant for variant in _combinations(self.base, self.choices)
+                    if variant not in self.first_round]
         mattering = sorted({name for index, name in self.toggled.items()
                             if outcomes.get(index) != base})
         grid = _combinations(self.base, {n: self.choices[n] for n in mattering}) \
             if len(mattering) >= 2 else []
         for first, second in self.co_guarding:
-            for one in self.choices[first][1:]:
-                for other in self.choices[second][1:]:
-                    grid.append({**self.base, first: one, second: other})
+            for one in self.choices[first]:
+                for other in self.choices[second]:
+                    if one != self.base.get(first) and other != self.base.get(second):
+                        grid.append({**self.base, first: one, second: other})
         return _dedup([variant for variant in grid if variant not in self.first_round])
 
 

@@ -41,6 +41,7 @@ class Usage(Addresses):
         self.keyword_defaults = {}  # constexpr passed as a keyword -> that keyword's default
         self.address_tables = set()  # pointers whose loaded values are cast to pointers
         self.addresses_as_ints = set()  # int parameters cast to pointers: raw addresses
+        self._cast_to_type_of = []  # (expression, name): cast to the type of name
         self._int_uses = set()  # names used as integers
         self._read(tree)
 
@@ -68,6 +69,9 @@ class Usage(Addresses):
         for name in self.params:
             if name in self._int_uses:
                 self.floats.discard(name)
+        for owner, name in self._cast_to_type_of:
+            if name in self.pointers or self.bases(ast.Name(id=name)) & self.pointers:
+                self.address_tables |= self._loaded_from(owner)
         self.int_pointers = {p for p in self.pointers if self._int_loaded(p)}
         self.bool_pointers = {p for p in self.pointers - self.int_pointers - self._atomic_targets
                               if self._loaded_as(p, self._bool_uses)}
@@ -113,6 +117,10 @@ class Usage(Addresses):
             if isinstance(target, ast.Call) and syntax.call_name(target) == "pointer_type":
                 self.address_tables |= self._loaded_from(owner)
                 self.addresses_as_ints |= syntax.names(owner) & set(self.params)
+            elif isinstance(target, ast.Attribute) and target.attr == "dtype" and \
+                    isinstance(target.value, ast.Name) and owner is not None:
+                # ``tl.cast(loaded, other_ptr.dtype)``: a pointer's type, if it is a pointer.
+                self._cast_to_type_of.append((owner, target.value.id))
             if target is not None and name == "to":
                 self.dtypes |= syntax.names(target) & set(self.params)
         elif name in ("zeros", "full", "empty"):

@@ -1,0 +1,268 @@
+"""The deployment envelope: how large a team's tensors can get, so that red means real.
+
+A product that indexes a tensor (``row * stride`` into ``logits_ptr``) is bounded by the
+tensor's size: if every access is in bounds, the offset never passes the number of elements.
+Whether that number can pass 2**31 is a fact of the deployment, not of the kernel: a serving
+engine's activations (``[tokens per step, hidden]``) cannot, its logits with drafts, its
+per-request token tables and its KV cache can; a training library's ``[batch x sequence,
+hidden]`` activations often can. The envelope states it once:
+
+* **dimensions**: the largest value of each (``tokens``, ``requests``, ``context``, ``vocab``,
+  ``hidden``, ``drafts``, ``pages``, ``page_size``, ``topk``, or any a team names);
+* **tensors**: which tensors have which shape in those dimensions, by pattern over the pointer
+  argument's name (``"*logits*" = "requests * (drafts + 1) * vocab"``), or over
+  ``file:kernel:argument`` where a name alone is ambiguous. A team's patterns come first; the
+  built-in ones (``DEFAULT_TENSORS``) after; a tensor no pattern matches is an activation,
+  ``tokens * hidden``.
+
+With an envelope, a finding at ``error`` by its shape whose tensor cannot reach 2**31 elements
+is a ``warning`` (bounded by that tensor's size), and a product that grows with the rows of a
+tensor that can (a tile's rows on grid axis 1 times a stride, a remainder by the row count)
+is an ``error``; either way the reason names the tensor, its shape and the dimension value at
+which it passes 2**31. Without one, the shape decides alone, as before.
+"""
+
+import ast
+import fnmatch
+import math
+import operator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+INT32_LIMIT = 2**31
+
+SERVING_DIMENSIONS = {"tokens": 65_536, "requests": 1_024, "context": 2**21, "vocab": 262_144,
+                      "hidden": 16_384, "drafts": 15, "pages": 2**20, "page_size": 16,
+                      "topk": 8}
+
+# (pattern over the pointer argument's name, shape, what it is); first match wins.
+DEFAULT_TENSORS = (
+    ("*bitmask*", "requests * (drafts + 1) * vocab / 32", "a bitmask over the vocabulary"),
+    ("*logit*", "requests * (drafts + 1) * vocab", "logits"),
+    ("*prob*", "requests * (drafts + 1) * vocab", "probabilities over the vocabulary"),
+    ("*kv_cache*", "pages * page_size * hidden", "a KV cache"),
+    ("*k_cache*", "pages * page_size * hidden", "a KV cache"),
+    ("*v_cache*", "pages * page_size * hidden", "a KV cache"),
+    ("*key_cache*", "pages * page_size * hidden", "a KV cache"),
+    ("*value_cache*", "pages * page_size * hidden", "a KV cache"),
+    ("*kv_buffer*", "pages * page_size * hidden", "a KV cache"),
+)
+ACTIVATIONS = ("tokens * hidden", "an activation")
+# What a product indexes when no pointer argument does: an address loaded from a table, or an
+# index that is divided or taken a remainder of before it reaches an address.
+_UNNAMED = "a tensor no argument names"
+
+_OPERATORS = {ast.Mult: operator.mul, ast.Add: operator.add, ast.Sub: operator.sub,
+              ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow}
+
+
+class EnvelopeError(ValueError):
+    """An envelope that cannot be read: a usage error."""
+
+
+@dataclass(frozen=True)
+class Reach:
+    tensor: str  # the pointer argument
+    shape: str  # in the envelope's dimensions
+    what: str
+    elements: int
+
+    @property
+    def passes(self):
+        return self.elements >= INT32_LIMIT
+
+
+# Element types a team may give an index table, by the names torch and Triton use.
+POINTEES = {"int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
+            "float32": "fp32", "float16": "fp16", "bfloat16": "bf16",
+            "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5"}
+
+
+@dataclass
+class Envelope:
+    dimensions: dict
+    tensors: list = field(default_factory=list)  # (pattern, shape, what), the team's first
+    source: str = "the envelope"
+    pointees: list = field(default_factory=list)  # (pattern, Triton type): element types
+
+    def pointee(self, argument):
+        """The element type the envelope gives pointer argument ``argument``, or None."""
+        for pattern, pointee in self.pointees:
+            if fnmatch.fnmatchcase(argument.lower(), pattern.lower()):
+                return pointee
+        return None
+
+    def reach(self, file, kernel, argument):
+        """The ``Reach`` of pointer argument ``argument`` of ``kernel`` in ``file``."""
+        qualified = f"{Path(file).as_posix()}:{kernel}:{argument}"
+        for pattern, shape, what in list(self.tensors) + list(DEFAULT_TENSORS):
+            subject = qualified if ":" in pattern else argument
+            if fnmatch.fnmatchcase(subject.lower(), pattern.lower()) or ":" in pattern and \
+                    fnmatch.fnmatchcase(subject.lower(), "*" + pattern.lower()):
+                return Reach(argument, shape, what, self.size(shape))
+        return Reach(argument, ACTIVATIONS[0], ACTIVATIONS[1], self.size(ACTIVATIONS[0]))
+
+    def size(self, shape):
+        return int(_evaluate(ast.parse(shape, mode="eval").body, self.dimensions, shape))
+
+    def passes_at(self, shape):
+        """Where ``shape`` passes 2**31, in the envelope's units: the least value of its first
+        dimension that takes it there, every other dimension at its largest (``requests =
+        512``), or None."""
+        names = sorted((node for node in ast.walk(ast.parse(shape, mode="eval"))
+                        if isinstance(node, ast.Name)), key=lambda node: node.col_offset)
+        if not names:
+            return None
+        first = names[0].id
+        low, high = 1, self.dimensions[first] * 2**20
+        if self.size_with(shape, first, high) < INT32_LIMIT:
+            return None
+        while low < high:  # sizes grow with each dimension: the least value that passes
+            middle = (low + high) // 2
+            if self.size_with(shape, first, middle) >= INT32_LIMIT:
+                high = middle
+            else:
+                low = middle + 1
+        return f"{first} = {low:,}"
+
+    def size_with(self, shape, name, value):
+        return int(_evaluate(ast.parse(shape, mode="eval").body,
+                             {**self.dimensions, name: value}, shape))
+
+    def describe(self):
+        dims = ", ".join(f"{name} {value:,}" for name, value in self.dimensions.items())
+        return f"{self.source} ({dims})"
+
+
+def _evaluate(node, dimensions, shape):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in dimensions:
+            raise EnvelopeError(f"the shape `{shape}` names `{node.id}`, which is no dimension "
+                                f"of the envelope ({', '.join(sorted(dimensions))})")
+        return dimensions[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](_evaluate(node.left, dimensions, shape),
+                                         _evaluate(node.right, dimensions, shape))
+    raise EnvelopeError(f"cannot read the shape `{shape}`: write it with dimensions, numbers, "
+                        f"+, -, *, / and **")
+
+
+def load(path=None, start=None):
+    """The ``Envelope`` in ``path`` (a TOML file: an ``[envelope]`` table, or
+    ``[tool.triton-overflow.envelope]`` of a ``pyproject.toml``); without ``path``, the
+    ``pyproject.toml`` of ``start`` (default: the current directory) or the nearest folder
+    above that has one with that table, or None."""
+    if path is not None:
+        table = _table(Path(path), required=True)
+        return _parse(table, str(path))
+    folder = Path(start or Path.cwd()).resolve()
+    for candidate in (folder, *folder.parents):
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file():
+            table = _table(pyproject, required=False)
+            if table is not None:
+                return _parse(table, str(pyproject))
+    return None
+
+
+def _table(path, required):
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as error:
+        raise EnvelopeError(f"cannot read the envelope {path}: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise EnvelopeError(f"the envelope {path} is not valid TOML: {error}") from None
+    table = data.get("tool", {}).get("triton-overflow", {}).get("envelope")
+    if table is None:
+        table = data.get("envelope")
+    if table is None and required:
+        raise EnvelopeError(f"{path} has no [envelope] (or [tool.triton-overflow.envelope]) "
+                            f"table")
+    return table
+
+
+def _parse(table, source):
+    if not isinstance(table, dict):
+        raise EnvelopeError(f"the envelope in {source} must be a table")
+    pointees = []
+    for pattern, name in (table.get("dtypes") or {}).items():
+        triton_name = POINTEES.get(str(name).replace("torch.", ""), None)
+        if triton_name is None and name in POINTEES.values():
+            triton_name = name
+        if triton_name is None:
+            raise EnvelopeError(f"dtype `{name}` of `{pattern}` in the envelope in {source} is "
+                                f"none of {', '.join(POINTEES)}")
+        pointees.append((pattern, triton_name))
+    tensors_table = table.get("tensors", {})
+    if not isinstance(tensors_table, dict):
+        raise EnvelopeError(f"`tensors` of the envelope in {source} must be a table of "
+                            f"pattern = \"shape\"")
+    dimensions = dict(SERVING_DIMENSIONS)
+    for name, value in table.items():
+        if name in ("tensors", "dtypes"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise EnvelopeError(f"dimension `{name}` of the envelope in {source} must be a "
+                                f"positive integer, not {value!r}")
+        dimensions[name] = value
+    tensors = []
+    for pattern, shape in tensors_table.items():
+        what = "as the envelope says"
+        if isinstance(shape, dict):
+            what = str(shape.get("what", what))
+            shape = shape.get("shape")
+        if not isinstance(shape, str):
+            raise EnvelopeError(f"tensor `{pattern}` of the envelope in {source} needs a shape "
+                                f"such as \"requests * context\"")
+        tensors.append((pattern, shape, what))
+    envelope = Envelope(dimensions, tensors, source, pointees)
+    for _, shape, _ in tensors:
+        envelope.size(shape)  # every shape readable now, not halfway through a run
+    return envelope
+
+
+def judged(finding, envelope, grows):
+    """``finding`` with the level its tensors' reach in ``envelope`` gives. ``grows``: its
+    product runs over the rows of the tensor it indexes (``Levels.grows``). An ``error`` needs
+    both: a tensor that can pass 2**31 elements and a product that runs over it; a product
+    into a smaller tensor, or an inner index into a large one, is at most a ``warning``."""
+    from dataclasses import replace
+
+    from triton_overflow.lint.levels import ERROR, WARNING
+    reaches = [envelope.reach(finding.file, finding.kernel, tensor) for tensor in
+               finding.tensors] or [Reach(_UNNAMED, ACTIVATIONS[0], ACTIVATIONS[1],
+                                          envelope.size(ACTIVATIONS[0]))]
+    widest = max(reaches, key=lambda r: r.elements)
+    said = (f"`{widest.tensor}` ({widest.what}, {widest.shape}) holds at most "
+            f"{widest.elements:,} elements in the envelope")
+    if widest.passes and grows:
+        at = envelope.passes_at(widest.shape)
+        where = f"; it passes 2**31 at {at}" if at else ""
+        return replace(finding, level=ERROR, why=f"{finding.why}; {said}{where}",
+                       reach=widest.elements)
+    if finding.level != ERROR:
+        return replace(finding, reach=widest.elements)
+    if widest.passes:
+        why = (f"{finding.why}; but it is an inner index (a head, a split, a column): it does "
+               f"not run over the rows of `{widest.tensor}`")
+    else:
+        why = f"{finding.why}; but {said}, below 2**31"
+    return replace(finding, level=WARNING, why=why, reach=widest.elements)
+
+
+def ranked(findings, top):
+    """The ``top`` findings that reach furthest past 2**31 (then by level), best first."""
+    from triton_overflow.lint.levels import LEVELS
+    return sorted(findings, key=lambda f: (LEVELS.index(f.level), -(f.reach or 0),
+                                           f.file, f.line))[:top]
+
+
+def log2(elements):
+    return math.log2(elements) if elements else 0.0
