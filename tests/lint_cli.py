@@ -7,10 +7,14 @@ these processes run without it as well, as a user's shell would.
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WITHOUT_INTERPRETER = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+# The reports the lint keeps between runs go to a folder of this test process, not the user's.
+WITHOUT_INTERPRETER.setdefault("TRITON_OVERFLOW_CACHE",
+                               tempfile.mkdtemp(prefix="triton-overflow-test-cache-"))
 
 
 def run_python(*args, env=None, cwd=ROOT):

@@ -617,3 +617,38 @@ def test_no_exec_stands_in_for_the_standard_library_and_never_crashes(tmp_path):
     report = json.loads(done.stdout)
     assert done.returncode == 1 and report["exit_code"] == 1, done.stdout + done.stderr
     assert report["kernels"][0]["findings"][0]["product"] == "row * stride"
+
+
+FLAGS_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def flags_kernel(x_ptr, y_ptr, stride, scale, HAS_SCALE: tl.constexpr, SQUARE: tl.constexpr,
+                 CLAMP: tl.constexpr, HAS_Y: tl.constexpr = False,
+                 Y_BY_ROW: tl.constexpr = False):
+    row = tl.program_id(0)
+    cols = tl.arange(0, 128)
+    x = tl.load(x_ptr + cols)
+    if HAS_SCALE:
+        x = x * scale
+    if SQUARE:
+        x = x * x
+    if CLAMP:
+        x = tl.minimum(x, 1.0)
+    if HAS_Y:
+        if Y_BY_ROW:
+            tl.store(y_ptr + row * stride + cols, x)
+    tl.store(x_ptr + cols, x)
+"""
+
+
+def test_flags_that_guard_no_product_are_compiled_once_and_nested_ones_together(tmp_path):
+    """Five flags, each True and False: 32 combinations. Three guard float math only, so
+    toggling each alone shows they change no product; the product sits behind two nested flags,
+    neither of which changes anything alone, so that pair is compiled changed together."""
+    done = run_lint(_write(tmp_path, "flags.py", FLAGS_KERNEL), "--format", "json")
+    kernel = json.loads(done.stdout)["kernels"][0]
+    assert [f["product"] for f in kernel["findings"]] == ["row * stride"], kernel
+    assert kernel["variants_compiled"] <= 8, kernel["variants_compiled"]

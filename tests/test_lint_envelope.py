@@ -1,0 +1,121 @@
+"""Red that means real: with a deployment envelope, a product's level follows from what the
+tensor it indexes can hold (``lint.envelope``), and the reason says at what value it wraps."""
+
+import json
+
+import pytest
+
+from tests.lint_cli import run_lint
+from triton_overflow.lint import envelope
+
+pytestmark = [pytest.mark.static, pytest.mark.selftest]
+
+ROWS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rows_kernel(x_ptr, logits_ptr, kv_cache_ptr, stride_x, stride_logits, stride_head, n_rows,
+                BLOCK: tl.constexpr = 128, BLOCK_M: tl.constexpr = 16):
+    row = tl.program_id(0)
+    head = tl.program_id(1)
+    cols = tl.arange(0, BLOCK)
+    tl.store(x_ptr + row * stride_x + cols, 1.0)              # activations: bounded in serving
+    tl.store(logits_ptr + row * stride_logits + cols, 1.0)    # logits: can pass 2**31
+    tl.store(kv_cache_ptr + head * stride_head + cols, 1.0)   # an inner index into the cache
+    tile = head * BLOCK_M + tl.arange(0, BLOCK_M)             # a tile of rows on grid axis 1
+    tl.store(logits_ptr + (tile * stride_logits)[:, None] + cols[None, :], 2.0,
+             mask=(tile < n_rows)[:, None])
+'''
+
+SERVING = '''
+[envelope]
+tokens = 65536
+hidden = 16384
+'''
+
+TRAINING = '''
+[envelope]
+tokens = 1048576   # batch x sequence
+hidden = 16384
+'''
+
+
+@pytest.fixture
+def kernel(tmp_path):
+    path = tmp_path / "rows.py"
+    path.write_text(ROWS)
+    return path
+
+
+def _levels(done):
+    assert "Traceback" not in done.stderr, done.stderr
+    report = json.loads(done.stdout)
+    return {(f["line"], f["product"]): (f["level"], f["why"], f["tensors"])
+            for k in report["kernels"] for f in k["findings"]}
+
+
+def test_a_serving_envelope_keeps_red_for_tensors_that_can_pass_2_31(kernel, tmp_path):
+    (tmp_path / "serving.toml").write_text(SERVING)
+    levels = _levels(run_lint(kernel, "--format", "json", "--envelope",
+                              tmp_path / "serving.toml"))
+    assert levels[(12, "row * stride_x")][0] == "warning"
+    assert "below 2**31" in levels[(12, "row * stride_x")][1]
+    level, why, tensors = levels[(13, "row * stride_logits")]
+    assert level == "error" and tensors == ["logits_ptr"]
+    assert "requests * (drafts + 1) * vocab" in why and "passes 2**31 at requests = " in why
+    assert levels[(14, "head * stride_head")][0] == "warning"
+    # A tile of rows on grid axis 1, times a stride: not bounded by its axis alone.
+    assert levels[(16, "tile * stride_logits")][0] == "error", levels
+
+
+def test_a_training_envelope_makes_activations_red(kernel, tmp_path):
+    (tmp_path / "training.toml").write_text(TRAINING)
+    levels = _levels(run_lint(kernel, "--format", "json", "--envelope",
+                              tmp_path / "training.toml"))
+    assert levels[(12, "row * stride_x")][0] == "error"
+    assert "tokens = " in levels[(12, "row * stride_x")][1]
+
+
+def test_the_envelope_is_found_in_pyproject_and_can_be_turned_off(kernel, tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.triton-overflow.envelope]\n"
+                                             "tokens = 65536\n")
+    found = _levels(run_lint(kernel, "--format", "json", cwd=tmp_path))
+    assert found[(12, "row * stride_x")][0] == "warning"
+    shape_only = _levels(run_lint(kernel, "--format", "json", "--no-envelope", cwd=tmp_path))
+    assert shape_only[(12, "row * stride_x")][0] == "error"
+
+
+def test_a_team_names_its_own_large_tensors(kernel, tmp_path):
+    (tmp_path / "mine.toml").write_text('[envelope]\n[envelope.tensors]\n'
+                                        '"x_ptr" = "requests * context"\n')
+    levels = _levels(run_lint(kernel, "--format", "json", "--envelope", tmp_path / "mine.toml"))
+    assert levels[(12, "row * stride_x")][0] == "error"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[envelope]\ntokens = -1\n", "must be a positive integer"),
+    ("[envelope]\n[envelope.tensors]\n'x' = 'rows * cols'\n", "names `rows`"),
+    ("[envelope\n", "not valid TOML"),
+    ("[other]\n", "has no [envelope]"),
+])
+def test_an_unreadable_envelope_is_a_usage_error(kernel, tmp_path, text, message):
+    (tmp_path / "bad.toml").write_text(text)
+    done = run_lint(kernel, "--envelope", tmp_path / "bad.toml")
+    assert done.returncode == 3 and message in done.stderr, done.stderr
+
+
+def test_top_ranks_findings_by_how_far_past_2_31_they_reach(kernel, tmp_path):
+    (tmp_path / "serving.toml").write_text(SERVING)
+    done = run_lint(kernel, "--envelope", tmp_path / "serving.toml", "--top", "1")
+    shown = [line for line in done.stdout.splitlines() if ": error: " in line
+             or ": warning: " in line]
+    assert len(shown) == 1 and "stride_logits" in shown[0], done.stdout
+
+
+def test_where_a_shape_passes_2_31_is_said_in_the_envelope_units():
+    serving = envelope.Envelope(dict(envelope.SERVING_DIMENSIONS))
+    assert serving.size("requests * (drafts + 1) * vocab") == 1024 * 16 * 262144
+    assert serving.passes_at("requests * context") == "requests = 1,024"
+    assert serving.passes_at("tokens * hidden") == "tokens = 131,072"

@@ -1,0 +1,159 @@
+"""The gate in an engine's own tree: run from the repository root, the engine not installed,
+with and without ``--no-exec``, every kernel is checked and no traceback reaches the user.
+
+The engine here is written the way engines write themselves: Triton imported through the
+engine's own wrapper (which hands out placeholders where it finds no GPU), a package
+``__init__`` that imports a dependency missing here, a platform object that raises on any
+attribute, module constants and parameter defaults computed from the platform, a jit helper in
+another module, and kernels made by calling ``triton.jit`` rather than decorating.
+"""
+
+import json
+import textwrap
+
+import pytest
+
+from tests.lint_cli import WITHOUT_INTERPRETER, run_lint
+
+pytestmark = [pytest.mark.static, pytest.mark.selftest]
+
+ENGINE = {
+    "myengine/__init__.py": """
+        import zmq_that_is_not_installed  # noqa: F401  the engine's deps are not here
+    """,
+    "myengine/platforms.py": """
+        class _Platform:
+            def __getattr__(self, name):
+                raise RuntimeError("no platform detected")
+
+        current_platform = _Platform()
+    """,
+    "myengine/triton_utils/__init__.py": """
+        from myengine.triton_utils.importing import HAS_TRITON, TritonPlaceholder
+
+        if HAS_TRITON:
+            import triton
+            import triton.language as tl
+            import triton.language.extra.libdevice as tldevice
+        else:
+            triton = TritonPlaceholder()
+            tl = TritonPlaceholder()
+            tldevice = TritonPlaceholder()
+    """,
+    "myengine/triton_utils/importing.py": """
+        from myengine.platforms import current_platform
+
+        HAS_TRITON = current_platform.has_gpu()  # raises here: no GPU, no platform
+
+        class TritonPlaceholder:
+            def __getattr__(self, name):
+                return lambda *args, **kwargs: (lambda fn: fn)
+    """,
+    "myengine/ops/__init__.py": "",
+    "myengine/ops/helpers.py": """
+        from myengine.triton_utils import tl, triton
+
+
+        @triton.jit
+        def row_start(table_ptr, row, stride):
+            return table_ptr + row * stride
+    """,
+    "myengine/ops/sampling.py": """
+        import torch
+
+        from myengine.ops.helpers import row_start
+        from myengine.platforms import current_platform
+        from myengine.triton_utils import tl, tldevice, triton
+
+        float8_info = torch.finfo(current_platform.fp8_dtype())
+
+
+        @triton.jit
+        def clamp_rows_kernel(logits_ptr, stride, n_cols,
+                              FP8_MAX: tl.constexpr = float8_info.max,
+                              BLOCK: tl.constexpr = 128):
+            row = tl.program_id(0)
+            cols = tl.arange(0, BLOCK)
+            start = row_start(logits_ptr, row, stride)
+            values = tl.load(start + cols, mask=cols < n_cols)
+            tl.store(start + cols, tl.minimum(tldevice.abs(values), FP8_MAX), mask=cols < n_cols)
+
+
+        def scale_rows(x_ptr, stride, scale):
+            row = tl.program_id(0)
+            cols = tl.arange(0, 128)
+            tl.store(x_ptr + row * stride + cols, tl.load(x_ptr + row * stride + cols) * scale)
+
+
+        scale_rows_kernel = triton.jit(scale_rows)
+    """,
+}
+
+
+@pytest.fixture
+def engine(tmp_path):
+    for path, text in ENGINE.items():
+        file = tmp_path / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(textwrap.dedent(text).lstrip())
+    return tmp_path
+
+
+def _report(done):
+    assert "Traceback" not in done.stderr, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("no_exec", [False, True], ids=["default", "no-exec"])
+def test_every_kernel_of_an_engine_tree_is_checked_from_its_root(engine, no_exec):
+    done = run_lint("myengine", "--format", "json", *(["--no-exec"] if no_exec else []),
+                    cwd=engine)
+    report = _report(done)
+    kernels = {k["kernel"] for k in report["kernels"]}
+    # The helper is analysed in its caller, not as a kernel of its own.
+    assert kernels == {"clamp_rows_kernel", "scale_rows"}, report
+    assert not [p for p in report["not_checked"] if p["kernel"]], report["not_checked"]
+    findings = {(f["file"], f["product"]) for k in report["kernels"] for f in k["findings"]}
+    # The helper's product, reported at the helper's line, under the kernel that calls it.
+    assert ("myengine/ops/helpers.py", "row * stride") in findings, findings
+    assert ("myengine/ops/sampling.py", "row * stride") in findings, findings
+    assert done.returncode == report["exit_code"] == 1
+
+
+def test_a_file_that_cannot_load_is_one_line_and_the_run_goes_on(engine):
+    (engine / "myengine/ops/broken.py").write_text(
+        "from myengine.triton_utils import triton\n\n@triton.jit\ndef broken(x:\n")
+    done = run_lint("myengine", cwd=engine)
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
+    assert "could not check myengine/ops/broken.py:4: SyntaxError" in done.stdout, done.stdout
+    assert "2 kernels checked" in done.stdout
+    assert done.returncode == 1  # the findings still decide
+
+
+def test_parallel_and_cached_runs_report_what_one_process_does(engine, tmp_path):
+    cache = tmp_path / "cache"
+    env = {**WITHOUT_INTERPRETER, "TRITON_OVERFLOW_CACHE": str(cache)}
+    alone = _report(run_lint("myengine", "--format", "json", "-j", "1", "--no-cache",
+                             cwd=engine))
+    parallel = _report(run_lint("myengine", "--format", "json", "-j", "2", cwd=engine,
+                                env=env))
+    cached = _report(run_lint("myengine", "--format", "json", "-j", "2", cwd=engine, env=env))
+    assert any(cache.rglob("*")), "the first run left nothing in the cache"
+
+    def findings(report):
+        return sorted((f["file"], f["line"], f["product"], f["level"])
+                      for k in report["kernels"] for f in k["findings"])
+
+    assert findings(alone) == findings(parallel) == findings(cached)
+    # A changed file is checked again, not read back.
+    sampling = engine / "myengine/ops/sampling.py"
+    sampling.write_text(sampling.read_text().replace("row * stride + cols",
+                                                     "row.to(tl.int64) * stride + cols"))
+    changed = _report(run_lint("myengine", "--format", "json", cwd=engine, env=env))
+    assert ("myengine/ops/sampling.py", "row * stride") not in {
+        (f["file"], f["product"]) for k in changed["kernels"] for f in k["findings"]}
+
+
+def test_a_bad_jobs_value_is_a_usage_error(engine):
+    done = run_lint("myengine", "-j", "-2", cwd=engine)
+    assert done.returncode == 3 and "--jobs" in done.stderr
