@@ -157,3 +157,27 @@ def test_parallel_and_cached_runs_report_what_one_process_does(engine, tmp_path)
 def test_a_bad_jobs_value_is_a_usage_error(engine):
     done = run_lint("myengine", "-j", "-2", cwd=engine)
     assert done.returncode == 3 and "--jobs" in done.stderr
+
+
+def test_a_src_layout_package_imports_itself_by_name(tmp_path):
+    """``src/pkg/`` is not importable from the root by its name unless installed; its kernels
+    import their helpers as ``from pkg.helpers import ...`` all the same."""
+    for path in ("myengine/ops/helpers.py", "myengine/triton_utils/__init__.py",
+                 "myengine/triton_utils/importing.py", "myengine/platforms.py"):
+        file = tmp_path / "src" / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(textwrap.dedent(ENGINE[path]).lstrip())
+    for package in ("myengine", "myengine/ops"):
+        (tmp_path / "src" / package / "__init__.py").write_text("")
+    (tmp_path / "src/myengine/ops/rows.py").write_text(textwrap.dedent("""
+        from myengine.ops.helpers import row_start
+        from myengine.triton_utils import tl, triton
+
+
+        @triton.jit
+        def rows_kernel(x_ptr, stride):
+            tl.store(row_start(x_ptr, tl.program_id(0), stride) + tl.arange(0, 128), 1.0)
+    """))
+    report = _report(run_lint("src/myengine", "--format", "json", "--no-exec", cwd=tmp_path))
+    findings = {(f["file"], f["product"]) for k in report["kernels"] for f in k["findings"]}
+    assert ("src/myengine/ops/helpers.py", "row * stride") in findings, report

@@ -6,7 +6,7 @@ the fix left behind (by line in the file after it). No third-party code is kept 
 are written from clones of those repositories, then linted as shipped (the engines are not
 installed) and scored:
 
-    python ci/real_fixes/score.py --repos DIR --corpus OUT
+    python ci/real_fixes/score.py --repos DIR --corpus OUT [--envelopes]
 
 ``DIR/<owner>/<name>`` (or ``DIR/<owner>+<name>``) is a clone, bare or not, of each repository.
 The table says, per pair: the fixed sites reported at ``error`` before the fix, the residual
@@ -29,6 +29,9 @@ def main(argv=None):
     parser.add_argument("--repos", required=True, type=Path, help="folder of the clones")
     parser.add_argument("--corpus", required=True, type=Path, help="where the files go")
     parser.add_argument("--no-exec", action="store_true", help="lint with --no-exec")
+    parser.add_argument("--envelopes", action="store_true", help="lint each repository's "
+                        "files with the envelope its team would write (envelopes/OWNER+NAME"
+                        ".toml: training for training libraries); without it, by shape alone")
     args = parser.parse_args(argv)
     pairs = json.loads((HERE / "fixes.json").read_text())["pairs"]
     totals = dict.fromkeys(("fixed", "hit", "residual", "residual_hit", "bounded",
@@ -39,8 +42,9 @@ def main(argv=None):
     print("|---|---|---|---|---|---|")
     for pair in pairs:
         before, after = _write_pair(pair, args.repos, args.corpus)
-        code_before, report_before = _lint(before, args.no_exec)
-        code_after, report_after = _lint(after, args.no_exec)
+        envelope = _envelope(pair) if args.envelopes else None
+        code_before, report_before = _lint(before, args.no_exec, envelope)
+        code_after, report_after = _lint(after, args.no_exec, envelope)
         if report_before is None or report_after is None:
             totals["invalid_json"] += 1
             print(f"| {pair['repo']} {pair['path']} | lint printed something that is not JSON "
@@ -80,8 +84,14 @@ def _git_dir(clone):
     return clone / ".git" if (clone / ".git").exists() else clone
 
 
-def _lint(path, no_exec):
+def _envelope(pair):
+    path = HERE / "envelopes" / (pair["repo"].replace("/", "+") + ".toml")
+    return path if path.exists() else None
+
+
+def _lint(path, no_exec, envelope=None):
     command = [sys.executable, "-m", "triton_overflow", "lint", "--format", "json", str(path)]
+    command += ["--envelope", str(envelope)] if envelope else ["--no-envelope"]
     done = subprocess.run(command + (["--no-exec"] if no_exec else []), capture_output=True,
                           text=True, cwd=path.parent)
     try:

@@ -29,6 +29,7 @@ def lint_files(paths, options, jobs=1, progress=None, use_cache=False):
     report = Report(problems=problems, label="int32 twins" if options.get("twins") else "kernels")
     if options.get("facts") is not None:
         _check_limit_names(files, options["facts"])
+    _import_roots_on_path(files)
     helpers = discover.helpers_called_across(files)
     keys = {file: cache.key(file, options) if use_cache else None for file in files}
     pieces = {}
@@ -51,6 +52,19 @@ def lint_files(paths, options, jobs=1, progress=None, use_cache=False):
     for file in files:  # in path order, whatever order the workers finished in
         report.merge(pieces[file])
     return report
+
+
+def _import_roots_on_path(files):
+    """The folder each file's top package sits in, importable (after what is there already):
+    a ``src/`` layout's package imports itself by name (``from liger_kernel.ops import ...``)
+    whether or not it is installed."""
+    from pathlib import Path
+    for file in files:
+        folder = Path(file).parent
+        while (folder / "__init__.py").exists() and folder.parent != folder:
+            folder = folder.parent
+        if str(folder) not in sys.path:
+            sys.path.append(str(folder))
 
 
 def _run(tasks, jobs):
