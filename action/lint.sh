@@ -58,6 +58,7 @@ done
 arguments=(lint "${paths[@]}")
 [ "$fail_on" = never ] || arguments+=(--fail-on "$fail_on")
 [ -z "${INPUT_LIMITS:-}" ] || arguments+=(--limits "$INPUT_LIMITS")
+[ -z "${INPUT_ENVELOPE:-}" ] || arguments+=(--envelope "$INPUT_ENVELOPE")
 [ -z "${INPUT_BASELINE:-}" ] || arguments+=(--baseline "$INPUT_BASELINE")
 [ "${INPUT_NO_EXEC:-true}" = false ] || arguments+=(--no-exec)
 printed=$(mktemp)

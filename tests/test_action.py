@@ -179,6 +179,9 @@ def test_a_baseline_silences_its_findings_and_bad_inputs_are_refused(checkout):
     assert misspelt.returncode == 2 and outputs["exit-code"] == "3", misspelt.stdout
     assert "::error title=triton-overflow action::the lint refused its arguments" in \
         misspelt.stdout and "strid" in misspelt.stderr
+    no_envelope, outputs = run_action(checkout, envelope="deployment.toml")
+    assert no_envelope.returncode == 2 and outputs["exit-code"] == "3", no_envelope.stdout
+    assert "cannot read the envelope deployment.toml" in no_envelope.stderr
 
 
 def test_the_step_installs_what_the_lint_needs_and_nothing_more(checkout, tmp_path):

@@ -128,31 +128,28 @@ def _timed(command, root, environment):
 
 
 def _declared_kernels(root, paths):
-    """The jit functions the paths declare that no other jit function of the tree calls: the
-    kernels, counted from the sources alone."""
-    functions, calls = [], collections.Counter()
-    for base in paths:
-        for file in sorted(Path(root, base).rglob("*.py")) if Path(root, base).is_dir() \
-                else [Path(root, base)]:
-            text = file.read_text(errors="replace")
-            if "jit" not in text:
-                continue
-            try:
-                tree = ast.parse(text)
-            except SyntaxError:
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, ast.FunctionDef) and any(
-                        re.search(r"\bjit\b", ast.unparse(d)) for d in node.decorator_list):
-                    functions.append((file, node))
-    names = {node.name for _, node in functions}
-    for _, node in functions:
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Name) and inner.id in names and inner.id != node.name:
-                calls[inner.id] += 1
-            elif isinstance(inner, ast.Attribute) and inner.attr in names:
-                calls[inner.attr] += 1
-    return sum(1 for _, node in functions if node.name not in calls)
+    """The Triton jit functions the paths declare that no other jit function calls (of their
+    file, or of another through an import): the kernels, read from the sources alone."""
+    from triton_overflow.lint import discover
+    from triton_overflow.lint.jit_functions import declared_jit_functions
+    files, _ = discover.files_under([str(Path(root, base)) for base in paths])
+    sys.path.insert(0, str(root))
+    try:
+        across = discover.helpers_called_across(files)
+    finally:
+        sys.path.remove(str(root))
+    count = 0
+    for file in files:
+        try:
+            tree = ast.parse(Path(file).read_text(errors="replace"))
+        except SyntaxError:
+            continue
+        functions = declared_jit_functions(tree)
+        names = {f.name for f in functions}
+        called = {node.id for f in functions for node in ast.walk(f)
+                  if isinstance(node, ast.Name) and node.id in names and node.id != f.name}
+        count += sum(1 for f in functions if f.name not in called | across.get(file, set()))
+    return count
 
 
 def _triage(tree):

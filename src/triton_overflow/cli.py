@@ -24,7 +24,7 @@ LINT_OPTIONS = (
     (("--launches", ), dict(metavar="FILE", help="compile each kernel exactly as recorded by "
                             "`record` and report headroom at those launches (paths, if given, "
                             "narrow the kernels)")),
-    (("--limits", ), dict(metavar="NAME=VALUE,...", help="a deployment envelope: kernel "
+    (("--limits", ), dict(metavar="NAME=VALUE,...", help="limits of a deployment: kernel "
                           "arguments by name (a pointer argument's value is the largest entry "
                           "of its table), grid0..grid2 or rows (= grid0) programs; says whether "
                           "each finding wraps within it")),

@@ -282,7 +282,7 @@ def _with_other_guesses(kernel, kernel_plan, types):
             if adjusted not in variants:
                 variants.append(adjusted)
         candidate = replace(kernel_plan, constexpr_variants=variants)
-        found_types, _, compiled = _first_compiling_types(kernel, candidate)
+        found_types, _, compiled = _first_compiling_types(kernel, candidate, TYPINGS_PER_START)
         if compiled is not None:
             shown = ", ".join(f"{name} = {value}" for name, value in sorted(fallback.items()))
             candidate.notes = list(kernel_plan.notes) + [
@@ -304,17 +304,23 @@ def _from_another_variant(kernel, kernel_plan, types):
     for start in variants[1:1 + OTHER_STARTS]:
         candidate = replace(kernel_plan, constexpr_variants=[start] + [
             v for v in variants if v is not start])
-        found_types, _, compiled = _first_compiling_types(kernel, candidate)
+        found_types, _, compiled = _first_compiling_types(kernel, candidate, TYPINGS_PER_START)
         if compiled is not None:
             return candidate, found_types, compiled
     return kernel_plan, types, None
 
 
-def _first_compiling_types(kernel, kernel_plan):
+# Typings tried with each other starting point (guessed sizes, flag variants): the inferred
+# one and the first fallbacks; every typing is tried with the default only.
+TYPINGS_PER_START = 3
+
+
+def _first_compiling_types(kernel, kernel_plan, typings=None):
     """(types, first error, the default variant compiled): the inferred types, or the first
-    fallback typing whose default variant compiles."""
+    fallback typing whose default variant compiles (of the first ``typings`` of them)."""
     candidates = [kernel_plan.types] + [{**kernel_plan.types, **fallback}
                                        for fallback in kernel_plan.pointer_fallbacks]
+    candidates = candidates[:typings] if typings else candidates
     first_error = None
     for types in candidates:
         try:

@@ -24,7 +24,7 @@ from triton_overflow.lint.levels import ERROR, LEVELS, WARNING, Levels
 from triton_overflow.lint.ops import (BROADCASTS, DIVISIONS, INT_WIDENINGS, PRODUCTS,
                                       REMAINDERS, SHAPE_OPS)
 from triton_overflow.lint.ranges import INT32_LIMIT, Ranges
-from triton_overflow.lint.syntax import block_pointer_offsets, segment, source_tree
+from triton_overflow.lint.syntax import block_pointer_offsets, nodes_of, segment, source_tree
 
 MARKER = re.compile(r"#\s*overflow-lint:\s*(.*)$")
 _BOUNDED = re.compile(r"^(?P<product>.+?)\s+bounded\s+by\s+(?P<reason>\S.*)$")
@@ -336,10 +336,8 @@ def _unsigned(file, line):
 def line_values(file, line):
     """(the jit function holding ``file:line``, the expressions the values on that line are
     computed from through its local assignments, the names they use)."""
-    tree = source_tree(file)
-    function = tree and next((node for node in ast.walk(tree)
-                              if isinstance(node, ast.FunctionDef)
-                              and node.lineno <= line <= node.end_lineno), None)
+    function = next((node for node in nodes_of(file).get(ast.FunctionDef, ())
+                     if node.lineno <= line <= node.end_lineno), None)
     if function is None:
         return None, [], set()
     assigned = {}
@@ -364,12 +362,8 @@ def line_values(file, line):
 def _in_block_pointer_offsets(file, line, column):
     """Whether the source at ``file:line:column`` is inside the ``offsets`` of a
     ``tl.make_block_ptr`` or ``tl.advance`` (bounded by the block's shape)."""
-    tree = source_tree(file)
-    if tree is None:
-        return False
-    return any(_contains(offset, line, column) for node in ast.walk(tree)
-               if isinstance(node, ast.Call) and _contains(node, line, column)
-               for offset in block_pointer_offsets(node))
+    return any(_contains(offset, line, column) for node in nodes_of(file).get(ast.Call, ())
+               if _contains(node, line, column) for offset in block_pointer_offsets(node))
 
 
 def _is_product_on_line(flow, value, line):
@@ -399,11 +393,11 @@ def product_parts(file, line, column, shift=False, nested=None):
     wanted = (ast.LShift, ) if shift else (ast.Mult, )
     candidates = []
     if tree is not None:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, wanted):
-                candidates.append((node, node.right))
-            elif isinstance(node, ast.AugAssign) and isinstance(node.op, wanted):
-                candidates.append((node, node.value))
+        index = nodes_of(file)
+        candidates += [(node, node.right) for node in index.get(ast.BinOp, ())
+                       if isinstance(node.op, wanted)]
+        candidates += [(node, node.value) for node in index.get(ast.AugAssign, ())
+                       if isinstance(node.op, wanted)]
     on_line = [(n, r) for n, r in candidates if n.lineno <= line <= n.end_lineno]
     if nested is not None:
         shaped = [(n, r) for n, r in on_line if sorted(_sides_nested(n, wanted)) == sorted(nested)]
@@ -414,8 +408,8 @@ def product_parts(file, line, column, shift=False, nested=None):
               or _innermost([n for n, r in on_line if _contains(n, line, column)])
               or (on_line[0][0] if len(on_line) == 1 else None))
     if chosen is None:
-        call = tree and _innermost([n for n in ast.walk(tree) if isinstance(n, ast.Call)
-                                    and _contains(n, line, column)])
+        call = tree and _innermost([n for n in nodes_of(file).get(ast.Call, ())
+                                    if _contains(n, line, column)])
         if call is not None:
             # A product inside a library function (tl.swizzle2d), reported where it is called.
             called = " ".join((segment(file, call.func) or "").split())

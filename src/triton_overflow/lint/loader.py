@@ -77,12 +77,34 @@ def _import(file):
         return _import_quietly(file)
 
 
+# Top-level packages whose own ``__init__`` failed to import in this process, with the error:
+# every module under them fails the same way, so they are not imported again and again (an
+# engine's package init can take a second, for each of hundreds of import statements).
+_UNIMPORTABLE = {}
+
+
+def _package_failed(dotted):
+    return _UNIMPORTABLE.get((dotted or "").split(".")[0]) if dotted else None
+
+
+def _note_failure(dotted, error):
+    top = (dotted or "").split(".")[0]
+    if top and top not in sys.modules:
+        _UNIMPORTABLE.setdefault(top, error)
+
+
 def _import_quietly(file):
     from triton_overflow.lint.discover import dotted_name
     name = dotted_name(file)
+    if _package_failed(name) is not None:
+        return None, _package_failed(name)
     try:
         if name is not None:
-            return importlib.import_module(name), None
+            try:
+                return importlib.import_module(name), None
+            except (Exception, SystemExit) as error:  # noqa: BLE001 - noted, then re-raised
+                _note_failure(name, error)
+                raise
         module = _empty_module(file)
         spec = importlib.util.spec_from_file_location(module.__name__, file)
         module = importlib.util.module_from_spec(spec)
@@ -121,7 +143,14 @@ def _run_tolerantly(statement, file, module, left_out, execute):
             _bind_without_running(statement, file, namespace)
             return
         try:
-            statements.run(statement, file, namespace)
+            failed = _package_failed(_imported_module(statement))
+            if failed is not None:
+                raise ImportError(f"its package could not be imported: {failed}")
+            try:
+                statements.run(statement, file, namespace)
+            except (Exception, SystemExit) as error:  # noqa: BLE001 - noted, then re-raised
+                _note_failure(_imported_module(statement), error)
+                raise ImportError(str(error)) from error
             namespace.update(_triton_bindings(statement, file))
         except Exception:  # noqa: BLE001 - the engine is not here: Triton's names, stand-ins
             namespace.update(_triton_bindings(statement, file))
@@ -253,6 +282,14 @@ def _module_file(statement, file):
     if "site-packages" in resolved.parts or any(root in resolved.parents for root in installed):
         return None
     return path
+
+
+def _imported_module(statement):
+    """The absolute dotted module an import statement names (its first, for ``import a, b``),
+    or None for a relative import."""
+    if isinstance(statement, ast.ImportFrom):
+        return statement.module if statement.level == 0 else None
+    return statement.names[0].name if statement.names else None
 
 
 def _is_triton_import(statement):

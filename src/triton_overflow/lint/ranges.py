@@ -2,7 +2,7 @@
 
 Without launch facts only constants and block offsets (``tl.arange``) have known ranges, which
 proves products like ``tl.arange(0, BLOCK) * 4`` small. With the facts of a recorded launch (the
-grid, the int arguments, the range of each int table) or a stated deployment envelope
+grid, the int arguments, the range of each int table) or a deployment's stated limits
 (``--limits``), program ids, arguments, loaded indices and loop variables get ranges too, and a
 finding says the largest product it reaches there and the factor left to 2**31.
 """

@@ -41,6 +41,13 @@ def is_safe_expression(node, lambdas=False):
         pass
     if lambdas and isinstance(node, ast.Lambda):
         return True
+    if isinstance(node, ast.IfExp):
+        # ``tl.constexpr(0x8000) if HAS_TRITON else 0x8000``: a test of names runs nothing.
+        return all(isinstance(n, (ast.Name, ast.Attribute, ast.Constant, ast.Compare,
+                                  ast.BoolOp, ast.UnaryOp, ast.Load, ast.cmpop, ast.boolop,
+                                  ast.unaryop))
+                   for n in ast.walk(node.test)) and \
+            is_safe_expression(node.body, lambdas) and is_safe_expression(node.orelse, lambdas)
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         return all(is_safe_expression(e, lambdas) for e in node.elts)
     if isinstance(node, ast.Dict):

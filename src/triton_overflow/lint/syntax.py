@@ -19,6 +19,17 @@ def source_tree(file):
 
 
 @functools.lru_cache(maxsize=256)
+def nodes_of(file):
+    """{node type: the nodes of ``file``'s tree of that type, in walk order}: one walk of the
+    file for all the products of all its kernels."""
+    tree = source_tree(file)
+    index = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        index.setdefault(type(node), []).append(node)
+    return index
+
+
+@functools.lru_cache(maxsize=256)
 def _encoded_lines(file):
     return tuple(line.encode() for line in linecache.getlines(file))
 
