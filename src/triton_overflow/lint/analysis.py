@@ -175,17 +175,7 @@ def _addresses(graph, flow):
 
 def _products_within(flow, product):
     """The indices of the products that feed ``product``'s operands."""
-    found, seen, stack = set(), set(), list(product.operands[:2])
-    while stack:
-        value = stack.pop()
-        if value in seen:
-            continue
-        seen.add(value)
-        op, _ = flow.producer(value)
-        if op is not None and op.name in PRODUCTS:
-            found.add(op.index)
-        stack.extend(flow.sources(value))
-    return found
+    return {op.index for op in flow.upstream(product.operands[:2]) if op.name in PRODUCTS}
 
 
 def _scaled_by_argument(flow, product):

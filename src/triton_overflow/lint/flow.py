@@ -180,6 +180,20 @@ class Flow:
         self._origins[value] = frozenset(found)
         return self._origins[value]
 
+    def upstream(self, values):
+        """Every op that produces a value ``values`` are computed from, through what carries
+        an integer (``sources``), each once."""
+        seen, stack = set(), list(values)
+        while stack:
+            value = stack.pop()
+            if value in seen:
+                continue
+            seen.add(value)
+            op, _ = self.producer(value)
+            if op is not None:
+                yield op
+            stack.extend(self.sources(value))
+
     def pointer_root(self, pointer):
         """The kernel parameter a pointer value was derived from, or None."""
         seen, stack = set(), [pointer]
