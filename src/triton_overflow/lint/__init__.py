@@ -21,6 +21,7 @@ from pathlib import Path
 
 from triton_overflow.lint import discover
 from triton_overflow.lint.analysis import Finding, find_products
+from triton_overflow.lint.envelope import judged
 from triton_overflow.lint.ir import build_graph, compile_ttir, quiet
 from triton_overflow.lint.levels import ERROR, LEVELS, NOTE, WARNING
 from triton_overflow.lint.signature import VariantSearch, plan
@@ -96,10 +97,11 @@ def check_kernel(kernel, facts=None, verify_fixes=False, envelope=None):
     kernel_plan = plan(kernel.jit, kernel.configs,
                        pointee=envelope.pointee if envelope is not None else None)
     types, first_error, compiled = _first_compiling_types(kernel, kernel_plan)
-    if compiled is None:
-        kernel_plan, types, compiled = _with_other_guesses(kernel, kernel_plan, types)
-    if compiled is None:
-        kernel_plan, types, compiled = _from_another_variant(kernel, kernel_plan, types)
+    for start in _other_starts(kernel_plan) if compiled is None else ():
+        found_types, _, compiled = _first_compiling_types(kernel, start, TYPINGS_PER_START)
+        if compiled is not None:
+            kernel_plan, types = start, found_types
+            break
     result = KernelResult(kernel.name, kernel.file, kernel.line, notes=list(kernel_plan.notes))
     findings = {}
     seen_in = {}  # finding key -> (variant index, types, constexprs, that variant's products)
@@ -146,14 +148,6 @@ def check_kernel(kernel, facts=None, verify_fixes=False, envelope=None):
         result.notes.append(f"{names} could not be loaded: checked with a value-only stand-in "
                             f"that returns its first argument")
     return result
-
-
-def judged(finding, envelope, shown_file):
-    from dataclasses import replace
-
-    from triton_overflow.lint.envelope import judged as judge
-    return replace(judge(replace(finding, file=shown_file), envelope, finding.grows),
-                   file=finding.file)
 
 
 def _shown_file(file):
@@ -270,44 +264,31 @@ def _arguments(jit, types):
     return [p.name for p in jit.params if types.get(p.name) != "constexpr"]
 
 
-def _with_other_guesses(kernel, kernel_plan, types):
-    """(plan, types, the default variant compiled) with the guessed constexpr sizes set to the
-    first of ``constexpr_fallbacks`` that compiles; the plan unchanged where none does."""
-    from dataclasses import replace
-    for fallback in kernel_plan.constexpr_fallbacks:
-        variants = []
-        for variant in kernel_plan.constexpr_variants:
-            adjusted = {**variant, **{n: v for n, v in fallback.items()
-                                      if variant.get(n) == kernel_plan.constexpr_variants[0][n]}}
-            if adjusted not in variants:
-                variants.append(adjusted)
-        candidate = replace(kernel_plan, constexpr_variants=variants)
-        found_types, _, compiled = _first_compiling_types(kernel, candidate, TYPINGS_PER_START)
-        if compiled is not None:
-            shown = ", ".join(f"{name} = {value}" for name, value in sorted(fallback.items()))
-            candidate.notes = list(kernel_plan.notes) + [
-                f"the guessed sizes do not compile; checked with {shown}"]
-            return candidate, found_types, compiled
-    return kernel_plan, types, None
-
-
-# Variants tried as the starting point when the default one compiles under no typing.
+# Variants of the flags tried as the starting point, at most.
 OTHER_STARTS = 8
 
 
-def _from_another_variant(kernel, kernel_plan, types):
-    """(plan, types, compiled) starting from the first other variant of the flags that
-    compiles under some typing (a pointer that is a table of addresses under one flag and a
-    tensor under another types only one way); the plan unchanged where none does."""
+def _other_starts(kernel_plan):
+    """Plans to start from where the default variant compiles under no typing, in order: the
+    guessed constexpr sizes set to each of ``constexpr_fallbacks`` (the guesses may break a
+    power-of-two ``tl.arange``, a ``tl.static_assert``, the tile limit), then another variant
+    of the flags as the default (a pointer that is a table of addresses under one flag and a
+    tensor under another types only one way)."""
     from dataclasses import replace
     variants = kernel_plan.constexpr_variants
+    for fallback in kernel_plan.constexpr_fallbacks:
+        adjusted = []
+        for variant in variants:
+            changed = {**variant, **{n: v for n, v in fallback.items()
+                                     if variant.get(n) == variants[0][n]}}
+            if changed not in adjusted:
+                adjusted.append(changed)
+        shown = ", ".join(f"{name} = {value}" for name, value in sorted(fallback.items()))
+        yield replace(kernel_plan, constexpr_variants=adjusted, notes=list(kernel_plan.notes) + [
+            f"the guessed sizes do not compile; checked with {shown}"])
     for start in variants[1:1 + OTHER_STARTS]:
-        candidate = replace(kernel_plan, constexpr_variants=[start] + [
+        yield replace(kernel_plan, constexpr_variants=[start] + [
             v for v in variants if v is not start])
-        found_types, _, compiled = _first_compiling_types(kernel, candidate, TYPINGS_PER_START)
-        if compiled is not None:
-            return candidate, found_types, compiled
-    return kernel_plan, types, None
 
 
 # Typings tried with each other starting point (guessed sizes, flag variants): the inferred

@@ -15,6 +15,7 @@ line each.
 """
 
 import ast
+import functools
 import importlib.util
 import sys
 import types
@@ -107,6 +108,7 @@ def _declares_jit(file):
     return tree is None or bool(jit_functions.declared_jit_functions(tree))
 
 
+@functools.lru_cache(maxsize=None)
 def _tree(file):
     """The syntax tree of a file that mentions Triton, None where it cannot be parsed (the
     check says why), or an empty module where it never mentions Triton."""

@@ -24,7 +24,6 @@ which it passes 2**31. Without one, the shape decides alone, as before.
 
 import ast
 import fnmatch
-import math
 import operator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,7 +99,11 @@ class Envelope:
             if fnmatch.fnmatchcase(subject.lower(), pattern.lower()) or ":" in pattern and \
                     fnmatch.fnmatchcase(subject.lower(), "*" + pattern.lower()):
                 return Reach(argument, shape, what, self.size(shape))
-        return Reach(argument, ACTIVATIONS[0], ACTIVATIONS[1], self.size(ACTIVATIONS[0]))
+        return self.activation(argument)
+
+    def activation(self, tensor):
+        """The ``Reach`` of a tensor no pattern names: an activation."""
+        return Reach(tensor, ACTIVATIONS[0], ACTIVATIONS[1], self.size(ACTIVATIONS[0]))
 
     def size(self, shape):
         return int(_evaluate(ast.parse(shape, mode="eval").body, self.dimensions, shape))
@@ -128,11 +131,6 @@ class Envelope:
     def size_with(self, shape, name, value):
         return int(_evaluate(ast.parse(shape, mode="eval").body,
                              {**self.dimensions, name: value}, shape))
-
-    def describe(self):
-        dims = ", ".join(f"{name} {value:,}" for name, value in self.dimensions.items())
-        return f"{self.source} ({dims})"
-
 
 def _evaluate(node, dimensions, shape):
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
@@ -228,17 +226,17 @@ def _parse(table, source):
     return envelope
 
 
-def judged(finding, envelope, grows):
-    """``finding`` with the level its tensors' reach in ``envelope`` gives. ``grows``: its
-    product runs over the rows of the tensor it indexes (``Levels.grows``). An ``error`` needs
-    both: a tensor that can pass 2**31 elements and a product that runs over it; a product
+def judged(finding, envelope, shown_file):
+    """``finding`` with the level its tensors' reach in ``envelope`` gives (patterns match
+    ``shown_file``, its file as the user names it). An ``error`` needs both a tensor that can
+    pass 2**31 elements and a product that runs over its rows (``finding.grows``); a product
     into a smaller tensor, or an inner index into a large one, is at most a ``warning``."""
     from dataclasses import replace
 
     from triton_overflow.lint.levels import ERROR, WARNING
-    reaches = [envelope.reach(finding.file, finding.kernel, tensor) for tensor in
-               finding.tensors] or [Reach(_UNNAMED, ACTIVATIONS[0], ACTIVATIONS[1],
-                                          envelope.size(ACTIVATIONS[0]))]
+    grows = finding.grows
+    reaches = [envelope.reach(shown_file, finding.kernel, tensor) for tensor in
+               finding.tensors] or [envelope.activation(_UNNAMED)]
     widest = max(reaches, key=lambda r: r.elements)
     said = (f"`{widest.tensor}` ({widest.what}, {widest.shape}) holds at most "
             f"{widest.elements:,} elements in the envelope")
@@ -262,7 +260,3 @@ def ranked(findings, top):
     from triton_overflow.lint.levels import LEVELS
     return sorted(findings, key=lambda f: (LEVELS.index(f.level), -(f.reach or 0),
                                            f.file, f.line))[:top]
-
-
-def log2(elements):
-    return math.log2(elements) if elements else 0.0

@@ -219,7 +219,7 @@ def declared_jit_functions(tree):
     """``[FunctionDef]`` with a Triton decorator at module level, inside module-level
     ``if`` / ``try`` / ``with`` too; a function made a kernel by a call (``kernel =
     triton.jit(fn)``) is given as if it were decorated so."""
-    found, pending, functions = [], list(tree.body), {}
+    found, pending = [], list(tree.body)
     _mark_other_dsls(tree)
     called = _jit_by_call(tree)
     while pending:
@@ -228,7 +228,6 @@ def declared_jit_functions(tree):
             found.append(node)
             continue
         if isinstance(node, ast.FunctionDef) and node.name in called:
-            functions[node.name] = node
             decorated = ast.FunctionDef(**{name: getattr(node, name) for name in node._fields})
             decorator = copy.deepcopy(called[node.name])
             for part in ast.walk(decorator):  # placed on the def, where Python starts the code
@@ -251,11 +250,9 @@ def _jit_by_call(tree):
         if not isinstance(node, ast.Call) or len(node.args) != 1 or \
                 not isinstance(node.args[0], ast.Name):
             continue
-        maker = node.func
-        if _decorator_name(ast.Call(func=maker, args=[], keywords=[])) == "jit" or \
-                isinstance(maker, ast.Call) and _decorator_name(maker) == "jit":
-            decorator = maker if isinstance(maker, ast.Call) else maker
-            made[node.args[0].id] = decorator
+        maker = node.func  # triton.jit, or triton.jit(**options)
+        if _decorator_name(maker) == "jit":
+            made[node.args[0].id] = maker
     return made
 
 

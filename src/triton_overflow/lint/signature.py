@@ -161,8 +161,7 @@ def _co_guarding(tree, names):
     def visit(node, outer):
         if isinstance(node, (ast.If, ast.IfExp, ast.While)):
             here = tested(node.test)
-            pairs.update((a, b) for a in outer | here for b in here if a < b or
-                         a in outer and a != b)
+            pairs.update(tuple(sorted((a, b))) for a in outer | here for b in here if a != b)
             inside = outer | here
             for child in ast.iter_child_nodes(node):
                 if child is not node.test:
@@ -172,7 +171,7 @@ def _co_guarding(tree, names):
             visit(child, outer)
 
     visit(tree, set())
-    return sorted(tuple(sorted(pair)) for pair in pairs)
+    return sorted(pairs)
 
 
 def _pair_variants(default, first, second):
