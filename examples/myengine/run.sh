@@ -45,5 +45,26 @@ for where in "logsoftmax.py:22" "penalty.py:28"; do
     fi
 done
 
+echo "example: a finding as a reproduction: record a small launch, write the tests, run them"
+work=$(mktemp -d)
+TRITON_INTERPRET=1 triton-overflow record -o "$work/launches.json" -- python repro/small_launch.py
+triton-overflow repro src/myengine/penalty.py:28 --launches "$work/launches.json" -o "$work/repro"
+triton-overflow repro src/myengine/softcap.py:18 --launch repro/softcap.toml -o "$work/repro"
+set +e
+red=$(python -m pytest -q -p no:cacheprovider -rA "$work/repro" -k interpreter 2>&1)
+status=$?
+set -e
+echo "$red" | grep -E "^(PASSED|FAILED)" || true
+for where in "penalty.py:28" "softcap.py:18"; do
+    if [ "$status" -ne 1 ] || ! grep -q "as shipped, in the interpreter: an i32 product wraps at .*$where" <<<"$red"; then
+        echo "example: the reproduction of $where should fail as shipped, naming the line"
+        exit 1
+    fi
+done
+if [ "$(grep -c '^PASSED.*-widened-' <<<"$red")" -ne 4 ]; then
+    echo "example: the reproductions with the fix should pass"
+    exit 1
+fi
+
 echo "example: the tests and the validation report"
 triton-overflow validate --out "$(mktemp -d)/report" -- -q

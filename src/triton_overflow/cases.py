@@ -104,6 +104,18 @@ class Case:
     autotune_configs: ClassVar[str] = "first"
     limits: ClassVar[dict[str, int]] = {}
 
+    def kernels(self) -> ModuleType:
+        """The module whose launcher ``launch`` calls: ``module``, imported."""
+        import importlib
+        return importlib.import_module(self.module)
+
+    def unavailable(self) -> str | None:
+        """Why ``kernels`` cannot load here, or None."""
+        if _importable(self.module):
+            return None
+        return (f"a `module` that can be imported (no module {self.module!r} on this run's "
+                "import path: the dotted name of the module whose launcher `launch` calls)")
+
     def random_row(self, generator: torch.Generator, width: int) -> torch.Tensor:
         """Planted data for one row: normal floats, or small ints for an int table."""
         if self.dtype.is_floating_point:
@@ -325,10 +337,9 @@ def validate_case(case: object) -> None:
         problems.append(f"`expect` SAFE or OVERFLOWS (got {expect!r})")
     if not isinstance(case, Case):
         problems.append("to subclass triton_overflow.Case (or RowsCase / SlotTableCase)")
-    module = getattr(case, "module", None)
-    if isinstance(module, str) and not _importable(module):
-        problems.append(f"a `module` that can be imported (no module {module!r} on this "
-                        "run's import path: the dotted name of the module whose launcher "
-                        "`launch` calls)")
+    if isinstance(case, Case) and isinstance(getattr(case, "module", None), str):
+        missing = case.unavailable()
+        if missing:
+            problems.append(missing)
     if problems:
         raise TypeError(f"case {case!r} needs " + ", ".join(problems))

@@ -7,6 +7,7 @@
 """
 
 import argparse
+import os
 import sys
 
 EPILOG = ("levels: error (can pass 2**31 at a realistic shape), warning and note (bounded by what "
@@ -81,6 +82,27 @@ class _Parser(argparse.ArgumentParser):
         self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
 
 
+REPRO_HELP = """\
+Write a pytest file that reproduces one finding on the engine's own kernel, and a report.
+
+The launch, described (TOML; "rows" is the launch's rows, which the test sets):
+
+    kernel = "pkg/ops/logits.py:_num_nans_kernel"
+    rows = 4
+    grid = ["rows"]
+    [arguments]
+    logits_ptr = {shape = ["rows", 151936], dtype = "float32"}
+    logits_stride = 151936
+    num_nans_ptr = {shape = ["rows"], dtype = "int32"}
+    vocab_size = 151936
+    BLOCK_SIZE = 8192
+
+or recorded: `triton-overflow record -o launches.json -- pytest tests/test_logits.py`, then
+`--launches launches.json`. A tensor may give its `values` (flat) or a `fill`; otherwise
+floats are random and ints zero.
+"""
+
+
 def parser():
     """The argument parser of every command."""
     top = _Parser(prog="triton-overflow", description=__doc__,
@@ -101,6 +123,23 @@ def parser():
                         "device synchronisation per launch)")
     record.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND",
                         help="the command to run, after --")
+    repro = commands.add_parser(
+        "repro", help="write a test that takes one finding's product past 2**31 on the "
+        "engine's own kernel, and a report", description=REPRO_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    repro.add_argument("finding", metavar="FILE:LINE", help="the finding, as the lint names it")
+    launch = repro.add_mutually_exclusive_group()
+    launch.add_argument("--launch", metavar="TOML", help="a launch of the kernel, described")
+    launch.add_argument("--launches", metavar="JSON",
+                        help="launches recorded by `triton-overflow record` around a small test")
+    repro.add_argument("--findings", metavar="JSON",
+                       help="the lint's JSON report to read the finding from (default: run the "
+                       "lint on FILE)")
+    repro.add_argument("--product", help="which product, where the line has several")
+    repro.add_argument("-o", "--output", default="overflow-repro", metavar="DIR",
+                       help="where to write the test and the report (default: overflow-repro)")
+    repro.add_argument("--run", action="store_true",
+                       help="run the test and add its results to the report")
     validate = commands.add_parser(
         "validate", help="run the tests this machine can run; print the kernel x detector "
         "table; write Markdown and JUnit XML")
@@ -125,6 +164,11 @@ def main(argv=None):
         if not command:
             arguments.error("record needs a command to run, after --")
         return record_main(args.output, command, table_ranges=not args.no_table_ranges)
+    if args.command == "repro":
+        from triton_overflow.repro.write import main as repro_main
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        return repro_main(args)
     from triton_overflow.validate import main as validate_main
     return validate_main(args.out, args.profile, args.pytest_args)
 

@@ -28,6 +28,7 @@ MARKERS = {
     "memory_backend(name)": "the device memory backend a GPU huge case runs on",
     "widening(detector)": "the widening x detector cell of the validation report this test fills",
     "widening_site(where, kernel, text)": "the widening (file:line) a mutant test undoes",
+    "needs(text)": "what a test needs to run, added to the reason when it is skipped",
 }
 # The generated tests that compile whole kernels or run a family's cases, in the order that
 # xdist workers start them (every other test after them, in file order); the static checks
@@ -177,10 +178,12 @@ def pytest_collection_modifyitems(config, items):
             dropped.append(item)
             continue
         keep.append(item)
+        needs = item.get_closest_marker("needs")
+        needs = f" (this test needs {needs.args[0]})" if needs else ""
         if "gpu" in item.keywords and "the gpu tier" in unavailable:
-            item.add_marker(pytest.mark.skip(reason=unavailable["the gpu tier"]))
+            item.add_marker(pytest.mark.skip(reason=unavailable["the gpu tier"] + needs))
         elif "interp" in item.keywords and "the interpreter tier" in unavailable:
-            item.add_marker(pytest.mark.skip(reason=unavailable["the interpreter tier"]))
+            item.add_marker(pytest.mark.skip(reason=unavailable["the interpreter tier"] + needs))
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep

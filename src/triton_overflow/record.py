@@ -9,7 +9,8 @@ the interpreter never calls it.
 
 A record is one kernel compiled one way (argument types and constexpr values, as Triton
 specialises them: ints in int32 range are ``i32``, 1 is a constexpr) and the distinct launches
-of it: the grid, the int arguments and the smallest and largest entry of each int table (up to
+of it: the grid, the int arguments, each tensor's shape, strides and dtype (and the elements of
+a small int tensor), and the smallest and largest entry of each int table (up to
 ``DISTINCT_LAUNCHES`` of them; further launches are folded into the last by taking maxima).
 ``lint --launches FILE`` compiles each record exactly so and reports each finding's headroom at
 the launch that comes closest to 2**31.
@@ -26,8 +27,10 @@ from pathlib import Path
 VARIABLE = "TRITON_OVERFLOW_RECORD"
 TABLE_RANGES_VARIABLE = "TRITON_OVERFLOW_RECORD_TABLES"
 TABLE_SCAN_LIMIT = 2**24  # int tables larger than this are not read (a huge case's own tensor)
+TENSOR_VALUES_LIMIT = 4096  # int tensors up to this many elements are recorded whole
 DISTINCT_LAUNCHES = 64
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (2, 3)  # version 3 added the tensors of each launch
 
 
 def main(output, command, table_ranges=True):
@@ -199,7 +202,7 @@ def _observe(kernel, args, kwargs, grid):
         if name not in bound and parameter.default is not inspect.Parameter.empty:
             bound[name] = parameter.default
     no_specialize = _do_not_specialize(kernel, list(signature.parameters))
-    types, constexprs, ints, tables = {}, {}, {}, {}
+    types, constexprs, ints, tables, tensors = {}, {}, {}, {}, {}
     for name, parameter in signature.parameters.items():
         value = bound.get(name)
         annotation = str(parameter.annotation)
@@ -222,6 +225,7 @@ def _observe(kernel, args, kwargs, grid):
             types[name] = "fp32"
         elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
             types[name] = compat.argument_type(value)
+            tensors[name] = _tensor(value)
             table = _table_range(value)
             if table is not None:
                 tables[name] = table
@@ -242,7 +246,8 @@ def _observe(kernel, args, kwargs, grid):
                 "line": function.__code__.co_firstlineno, "module": function.__module__,
                 "signature": types, "constexprs": constexprs, "launches": [],
                 "pid": os.getpid()}
-        changed = add_launch(record, {"grid": grid, "ints": ints, "tables": tables, "count": 1})
+        changed = add_launch(record, {"grid": grid, "ints": ints, "tables": tables,
+                                      "tensors": tensors, "count": 1})
         total = sum(launch["count"] for launch in record["launches"])
         if changed or total in (2, 10, 100, 1000):
             _write(record)
@@ -274,6 +279,17 @@ def _table_range(tensor):
         return None
     low, high = tensor.min().item(), tensor.max().item()
     return [int(low), int(high)]
+
+
+def _tensor(tensor):
+    """Shape, strides and dtype of a tensor argument, and its elements when it is a small int
+    table (what a reproduction of the launch needs)."""
+    described = {"shape": list(tensor.shape), "strides": list(tensor.stride()),
+                 "dtype": str(tensor.dtype).removeprefix("torch.")}
+    integral = not (tensor.dtype.is_floating_point or tensor.dtype.is_complex)
+    if integral and 0 < tensor.numel() <= TENSOR_VALUES_LIMIT:
+        described["values"] = [int(v) for v in tensor.detach().reshape(-1).cpu().tolist()]
+    return described
 
 
 def _bool():

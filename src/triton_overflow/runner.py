@@ -9,7 +9,6 @@ reruns a case under Triton's overflow sanitizer.
 """
 
 import contextlib
-import importlib
 import re
 import resource
 import time
@@ -86,7 +85,7 @@ def run_case(case, wrap, backend, twin=False, wrap_check=False, widening=None):
     shortfall = allocator.shortfall(bytes_needed(case, run, backend), case=case.name)
     if shortfall:
         return {"skipped": shortfall}
-    kernels = importlib.import_module(case.module)
+    kernels = case.kernels()
     if twin:
         kernels = load_twin(kernels, only=widening)
     configs = []

@@ -31,12 +31,12 @@ class LaunchRecord:
 
 
 def load(path):
-    from triton_overflow.record import FORMAT_VERSION
+    from triton_overflow.record import FORMAT_VERSION, READABLE_VERSIONS
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as error:
         raise ValueError(f"cannot read launches file {path}: {error}") from None
-    if data.get("version") != FORMAT_VERSION:
+    if data.get("version") not in READABLE_VERSIONS:
         raise ValueError(f"{path}: launches file version {data.get('version')}, expected "
                          f"{FORMAT_VERSION}")
     return [from_dict(item) for item in data["launches"]]

@@ -45,10 +45,9 @@ def products_after(kernel, fix, compile_variant):
     into its file, where ``compile_variant(jit)`` gives a rebuilt kernel's findings; None
     where the fix's source is not where it says or the rebuilt kernel does not compile."""
     text = "".join(linecache.getlines(kernel.file))
-    span = locate(text, fix.line, fix.replace)
-    if span is None:
+    edited = edited_text(text, fix.line, fix.replace, fix.with_)
+    if edited is None:
         return None
-    edited = text[:span[0]] + fix.with_ + text[span[1]:]
     try:
         return Counter(f.product for f in compile_variant(_rebuilt(kernel, edited)))
     except Exception:  # noqa: BLE001 - a fix that does not compile does not hold
@@ -67,28 +66,44 @@ def holds(after, products_before, product):
 
 def _rebuilt(kernel, edited):
     """The kernel's jit function compiled from ``edited``, its file's jit helpers with it."""
+    return rebuilt(kernel.module, kernel.file, kernel.jit.fn.__name__, edited,
+                   f"{kernel.file} (with a fix, {next(_ATTEMPTS)})")
+
+
+def rebuilt(module, file, function, edited, name):
+    """The jit function ``function`` of ``module`` (loaded from ``file``) compiled again from
+    ``edited``, the text of ``file`` with an edit, under the file name ``name``; the file's
+    other jit functions are rebuilt with it, so a call between them sees the edit."""
     import triton
 
     from triton_overflow.lint.discover import jit_function_of
-    name = f"{kernel.file} (with a fix, {next(_ATTEMPTS)})"
     linecache.cache[name] = (len(edited), None, edited.splitlines(keepends=True), name)
-    namespace = dict(vars(kernel.module))
+    namespace = dict(vars(module))
     own = {attribute: value for attribute, value in namespace.items()
            if (jit := jit_function_of(value)) is not None
            and getattr(jit.fn, "__code__", None) is not None
-           and jit.fn.__code__.co_filename == kernel.file}
+           and jit.fn.__code__.co_filename == str(file)}
     functions = {jit_function_of(value).fn.__name__ for value in own.values()}
     definitions = [node for node in _module_level_functions(ast.parse(edited))
                    if node.name in functions]
     for node in definitions:
         node.decorator_list = []
     exec(compile(ast.Module(body=definitions, type_ignores=[]), name, "exec"), namespace)
-    rebuilt = {function: triton.jit(namespace[function]) for function in functions
-               if function in namespace}
-    namespace.update(rebuilt)
+    rebuilt_functions = {name: triton.jit(namespace[name]) for name in functions
+                         if name in namespace}
+    namespace.update(rebuilt_functions)
     for attribute, value in own.items():
-        namespace[attribute] = rebuilt.get(jit_function_of(value).fn.__name__, value)
-    return rebuilt[kernel.jit.fn.__name__]
+        namespace[attribute] = rebuilt_functions.get(jit_function_of(value).fn.__name__, value)
+    return rebuilt_functions[function]
+
+
+def edited_text(text, fix_line, replace, with_):
+    """``text`` with ``replace`` on ``fix_line`` replaced by ``with_``; None where it is not
+    there."""
+    span = locate(text, fix_line, replace)
+    if span is None:
+        return None
+    return text[:span[0]] + with_ + text[span[1]:]
 
 
 def _module_level_functions(tree):

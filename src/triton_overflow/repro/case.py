@@ -1,0 +1,297 @@
+"""A reproduction: one finding of the static check, run past 2**31 on the engine's own kernel.
+
+A generated test defines a subclass of ``Reproduction`` with the finding (file, line, product,
+the tensor it addresses, where its row comes from, the argument that is its row stride, the
+fix) and a launch (``launch``), and lists two objects of it: the kernel as shipped and the
+kernel with the fix written in (``widened=True``). The suite's huge-case machinery does the rest:
+the tensor the product addresses becomes a huge one (lazily allocated in the interpreter,
+aliased virtual memory on a GPU) with its highest rows planted as copies of row 0, and
+
+* a program-id row (``rows_from = "program_id(0)"``): the launch has one row per row of the
+  huge tensor, every per-row input of a row a copy of row 0's, and the interpreter runs only
+  the programs of the planted rows;
+* a row loaded from an index table (``rows_from = "load:idx_mapping"``): the launch has one
+  row per planted row, and launch row i reads table row ``run.slots[i]``;
+
+and the oracle needs no reference: whatever the kernel writes for a checked row (in every
+tensor that grows with the launch rows, and the huge tensor's own row) must be row 0's. In
+the interpreter the wrap check names the line where an i32 product wraps.
+
+The kernel is loaded from the engine's own file (``source``, relative to ``root`` or
+``$TRITON_OVERFLOW_ENGINE_ROOT``), imported when the engine is importable and otherwise loaded
+as the static check loads it; it is never copied.
+"""
+
+import math
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar
+
+import torch
+
+from triton_overflow.cases import Case, HugeRun
+from triton_overflow.compare import assert_rows_equal
+from triton_overflow.repro.launch import ROWS, SLOTS, Launch, TensorArgument, parse
+
+ENGINE_ROOT = "TRITON_OVERFLOW_ENGINE_ROOT"
+PROGRAM_ID = "program_id(0)"
+LOADED = "load:"
+INPUT_SEED = 4049
+
+
+class Reproduction(Case):
+    """One finding's product taken past 2**31 on the engine's kernel. Class attributes, as a
+    generated test writes them: ``source`` (the kernel's file, relative to ``root``),
+    ``kernel``, ``line``, ``product``, ``huge`` (the tensor argument the product addresses),
+    ``rows_from`` (``"program_id(0)"`` or ``"load:TABLE"``), ``stride`` (the int argument that
+    is the huge tensor's row stride, or None: its width), ``fix`` (``{"line", "replace",
+    "with"}``) and ``launch`` (a description, ``triton_overflow.repro.launch``)."""
+
+    root: ClassVar[str] = "."
+    source: ClassVar[str]
+    kernel: ClassVar[str]
+    line: ClassVar[int]
+    product: ClassVar[str]
+    huge: ClassVar[str]
+    rows_from: ClassVar[str]
+    stride: ClassVar[str | None] = None
+    fix: ClassVar[dict[str, Any]]
+    launch_description: ClassVar[dict[str, Any]]
+    # Planted float rows hold this share of NaNs, for a kernel whose output counts them.
+    nan_fraction: ClassVar[float] = 0.0
+
+    def __init__(self, widened: bool = False) -> None:
+        self.widened = widened
+        self.launched = parse(self.launch_description, f"the launch of {type(self).__name__}")
+        huge = self.launched.tensors.get(self.huge)
+        if huge is None:
+            raise ValueError(f"{type(self).__name__}: `huge` names {self.huge!r}, which is not a "
+                             "tensor argument of its launch")
+        self.name = (f"{self.kernel}-{Path(self.source).name}:{self.line}"
+                     f"-{'widened' if widened else 'as-shipped'}")
+        self.module = str(self.source_path())
+        self.dtype = huge.dtype
+        self.width = _width(huge)
+        stride = self.launched.scalar(self.stride, 1, 1) if self.stride else self.width
+        if not isinstance(stride, int) or stride < self.width:
+            raise ValueError(f"{type(self).__name__}: the row stride `{self.stride}` is {stride!r}, "
+                             f"not an int of at least the huge tensor's row ({self.width})")
+        self.row_stride = stride
+        if not (self.rows_from == PROGRAM_ID or self.rows_from.startswith(LOADED)):
+            raise ValueError(f"{type(self).__name__}: rows_from must be {PROGRAM_ID!r} or "
+                             f"'load:TABLE'; got {self.rows_from!r}")
+
+    # --- where the kernel comes from -----------------------------------------------------
+
+    def source_path(self) -> Path:
+        """The kernel's file: ``source`` under ``$TRITON_OVERFLOW_ENGINE_ROOT``, else under
+        ``root`` taken from the folder of the file that defines this class."""
+        root = os.environ.get(ENGINE_ROOT)
+        if not root:
+            defined_in = getattr(sys.modules.get(type(self).__module__), "__file__", None)
+            root = str(Path(defined_in).parent / self.root) if defined_in else self.root
+        return (Path(root) / self.source).resolve()
+
+    def unavailable(self) -> str | None:
+        path = self.source_path()
+        if path.is_file():
+            return None
+        return (f"the engine's source at {path} (the kernel's file {self.source}, under the "
+                f"engine's root {self.root}; set ${ENGINE_ROOT} to the root of a checkout)")
+
+    def kernels(self) -> ModuleType:
+        """The kernel's module, as shipped or with the fix written into the kernel."""
+        from triton_overflow.lint.discover import load_module
+        path = self.source_path()
+        root = str(path.parents[len(Path(self.source).parts) - 1])
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        module, note = load_module(path)
+        if module is None:
+            raise RuntimeError(f"{self.source}: cannot load the kernel: {note}")
+        module = _with_jit_functions_bound(module)
+        if self.widened:
+            module = _with_fix(module, path, self.kernel, self.fix)
+        return module
+
+    def random_row(self, generator: torch.Generator, width: int) -> torch.Tensor:
+        row = super().random_row(generator, width)
+        if self.nan_fraction and row.is_floating_point():
+            nans = torch.rand(width, generator=generator, device=generator.device)
+            row[nans < self.nan_fraction] = float("nan")
+        return row
+
+    # --- the run ---------------------------------------------------------------------------
+
+    @property
+    def by_program(self) -> bool:
+        return self.rows_from == PROGRAM_ID
+
+    @property
+    def table(self) -> str:
+        return self.rows_from.removeprefix(LOADED)
+
+    def launch_rows(self, run: HugeRun) -> int:
+        """Programs on the rows axis: one per huge row for a program-id row, else one."""
+        return run.rows if self.by_program else 1
+
+    def checked_slots(self, run: HugeRun) -> list[int]:
+        """Row 0, then each checked row (a copy of row 0)."""
+        return [0, *run.check_rows]
+
+    def programs(self, run: HugeRun) -> list[int]:
+        return [0, *run.poison_rows, *run.check_rows] if self.by_program else [0]
+
+    def extra_bytes(self, run: HugeRun) -> int:
+        rows, copies = self.launch_rows(run), 1 if self.by_program else 2
+        return copies * sum(t.nbytes(rows, run.rows) for name, t in
+                            self.launched.tensors.items() if name != self.huge) + 2**20
+
+    def prepare(self, huge: torch.Tensor, run: HugeRun) -> dict[str, Any]:
+        """Every argument: the huge tensor, the row stride, and the rest as described, each
+        tensor's rows and slots copies of its first."""
+        rows = self.launch_rows(run)
+        generator = torch.Generator().manual_seed(INPUT_SEED)
+        values: dict[str, Any] = {}
+        for name, argument in self.launched.arguments.items():
+            if name == self.huge:
+                values[name] = huge
+            elif isinstance(argument, TensorArgument):
+                values[name] = _tensor(argument, self.launched, rows, run.rows,
+                                       generator).to(run.device)
+            elif name == self.stride:
+                values[name] = run.row_stride
+            else:
+                values[name] = self.launched.scalar(name, rows, run.rows)
+        if not self.by_program:
+            table = values.get(self.table)
+            if not isinstance(table, torch.Tensor) or table.numel() != 1:
+                raise ValueError(f"{self.name}: rows_from {self.rows_from!r} must name a tensor "
+                                 "argument of shape [\"rows\"], one index per launch row")
+        return values
+
+    def launch(self, kernels: ModuleType, huge: torch.Tensor, run: HugeRun, /,
+               *args: Any, **values: Any) -> list[tuple[int, dict[str, Any]]]:
+        """A program-id row: one launch of every huge row. A loaded row: one launch of one
+        row per checked slot, row 0's first, each on fresh copies of the other tensors."""
+        jit = _launchable(getattr(kernels, self.kernel, None))
+        if jit is None:
+            raise RuntimeError(f"{self.source} defines no jit function {self.kernel!r}")
+        grid = self.launched.grid_for(self.launch_rows(run))
+        if self.by_program:
+            jit[grid](**values)
+            return [(0, values)]
+        launched = []
+        for slot in self.checked_slots(run):
+            arguments = {name: value.clone() if isinstance(value, torch.Tensor) and
+                         name != self.huge else value for name, value in values.items()}
+            arguments[self.table].fill_(slot)
+            jit[grid](**arguments)
+            launched.append((slot, arguments))
+        return launched
+
+    def check(self, produced: Any, huge: torch.Tensor, run: HugeRun,
+              planted: dict[int, torch.Tensor], /, *args: Any, **values: Any) -> None:
+        """What the kernel wrote for each checked row is what it wrote for row 0: in the huge
+        tensor's own row, and in every other tensor (its row, for a program-id row; whole,
+        for a launch of one loaded row)."""
+        for slot in self.checked_slots(run)[1:]:
+            assert_rows_equal(huge[slot], huge[0], f"row {slot} of `{self.huge}` (a copy of row "
+                              "0) against row 0, after the launch", slot, run.row_stride)
+        if self.by_program:
+            for name, argument in self.launched.tensors.items():
+                dim = argument.dim_of(ROWS)
+                if name == self.huge or dim is None:
+                    continue
+                for row in run.check_rows:
+                    tensor = produced[0][1][name]
+                    assert_rows_equal(tensor.select(dim, row), tensor.select(dim, 0),
+                                      f"`{name}` of program {row}, which reads row {row} of "
+                                      f"`{self.huge}` (a copy of row 0), against program 0",
+                                      row, run.row_stride)
+            return
+        _, first = produced[0]
+        for slot, arguments in produced[1:]:
+            for name, argument in self.launched.tensors.items():
+                if name in (self.huge, self.table):
+                    continue
+                actual, expected = arguments[name], first[name]
+                dim = argument.dim_of(SLOTS)
+                if dim is not None:  # a per-slot table: its row of the slot read
+                    actual, expected = actual.select(dim, slot), expected.select(dim, 0)
+                assert_rows_equal(actual, expected,
+                                  f"`{name}` after a launch whose row reads row {slot} of "
+                                  f"`{self.huge}` (a copy of row 0), against the launch that "
+                                  "reads row 0", slot, run.row_stride)
+
+
+def _with_jit_functions_bound(module: ModuleType) -> ModuleType:
+    """The module's namespace with each jit function the load defined beside it bound to its
+    name: where an engine imported whole hands out placeholders for Triton (no GPU platform
+    detected), the kernels are defined with Triton's own decorator beside the placeholders."""
+    from triton_overflow.lint.loader import EXTRA
+    extra = vars(module).get(EXTRA) or []
+    if not extra:
+        return module
+    bound = ModuleType(module.__name__)
+    vars(bound).update(vars(module))
+    for name, wrapper in extra:
+        if _launchable(vars(bound).get(name)) is None:
+            setattr(bound, name, wrapper)
+    return bound
+
+
+def _launchable(value: Any) -> Any:
+    """The jit function under autotune / heuristics wrappers: launched with every argument
+    the description gives, constexprs included, it runs as the recorded launch ran."""
+    from triton.runtime.jit import JITFunction
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # pragma: no cover - every supported version has it
+        InterpretedFunction = JITFunction
+    for _ in range(8):
+        if isinstance(value, (JITFunction, InterpretedFunction)) or value is None:
+            return value
+        value = getattr(value, "fn", None)
+    return None
+
+
+def _width(huge: TensorArgument) -> int:
+    if huge.dim_of(ROWS) not in (0, None) or huge.dim_of(SLOTS) not in (0, None):
+        raise ValueError("the huge tensor's rows must be its first dimension")
+    return max(math.prod(huge.sized(1, 1)[1:]), 1)
+
+
+def _tensor(argument: TensorArgument, launch: Launch, rows: int, slots: int,
+            generator: torch.Generator) -> torch.Tensor:
+    """The tensor at ``rows`` launch rows and ``slots`` table rows, each a copy of the first."""
+    shape = argument.sized(launch.rows, launch.described_slots)
+    if argument.values is not None:
+        tensor = torch.tensor(argument.values, dtype=torch.float64).reshape(shape).to(
+            argument.dtype)
+    elif argument.fill is not None:
+        tensor = torch.full(shape, argument.fill, dtype=argument.dtype)
+    elif argument.dtype.is_floating_point:
+        tensor = torch.randn(shape, generator=generator).to(argument.dtype)
+    else:
+        tensor = torch.zeros(shape, dtype=argument.dtype)
+    for symbol in (ROWS, SLOTS):
+        dim = argument.dim_of(symbol)
+        if dim is not None:
+            tensor = tensor.narrow(dim, 0, 1)
+    return tensor.expand(argument.sized(rows, slots)).contiguous()
+
+
+def _with_fix(module: ModuleType, path: Path, kernel: str, fix: dict[str, Any]) -> ModuleType:
+    from triton_overflow.lint.verify import edited_text, rebuilt
+    text = path.read_text()
+    edited = edited_text(text, fix["line"], fix["replace"], fix["with"])
+    if edited is None:
+        raise RuntimeError(f"{path}: the fix's source `{fix['replace']}` is not on line "
+                           f"{fix['line']}: the file changed since the test was generated")
+    widened = ModuleType(f"{module.__name__}_widened")
+    vars(widened).update(vars(module))
+    setattr(widened, kernel, rebuilt(module, path, kernel, edited, f"{path} (widened)"))
+    return widened

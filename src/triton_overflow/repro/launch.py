@@ -1,0 +1,245 @@
+"""A kernel launch described in a few lines, sized by one symbol: its launch rows.
+
+A description is a mapping (a TOML file, a dict in a generated test, or made from a recorded
+launch by ``from_record``)::
+
+    kernel = "vllm/v1/worker/gpu/metrics/logits.py:_num_nans_kernel"
+    rows = 4                      # launch rows of the launch described
+    grid = ["rows"]               # ints, or "rows"
+    [arguments]
+    logits_ptr = {shape = ["rows", 151936], dtype = "float32"}
+    logits_stride = 151936
+    num_nans_ptr = {shape = ["rows"], dtype = "int32"}
+    vocab_size = 151936
+    BLOCK_SIZE = 8192
+
+A tensor is ``{shape, dtype}``, with ``values`` (its elements, flat, at ``rows`` launch rows)
+or ``fill`` (one value) where its contents matter; without either, floats are random and ints
+zero. ``"rows"`` in a shape, the grid or an int argument is the number of launch rows, and
+``"slots"`` the rows of a table that a loaded index selects (a request's row of a per-request
+table: the tensor a finding's product addresses, and every table indexed by the same slot);
+a reproduction sets both. Every other number is kept as described; the string "None" passes
+None (TOML has no null).
+"""
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+ROWS = "rows"
+SLOTS = "slots"
+SYMBOLS = (ROWS, SLOTS)
+
+
+
+class LaunchError(ValueError):
+    """A launch description that cannot be used, with what is wrong in it."""
+
+
+@dataclass(frozen=True)
+class TensorArgument:
+    shape: tuple[int | str, ...]
+    dtype: torch.dtype
+    values: tuple[float, ...] | None = None
+    fill: float | None = None
+
+    def dim_of(self, symbol: str) -> int | None:
+        """The dimension sized by ``symbol`` ("rows" or "slots"), or None."""
+        return self.shape.index(symbol) if symbol in self.shape else None
+
+    def sized(self, rows: int, slots: int) -> tuple[int, ...]:
+        sizes = {ROWS: rows, SLOTS: slots}
+        return tuple(sizes[dim] if dim in sizes else int(dim) for dim in self.shape)
+
+    def nbytes(self, rows: int, slots: int) -> int:
+        return math.prod(self.sized(rows, slots)) * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class TritonDtype:
+    """A constexpr that is a Triton dtype (``tl.float16``), by its name."""
+
+    name: str
+
+    def value(self) -> Any:
+        import triton.language as tl
+        return getattr(tl, self.name)
+
+
+@dataclass(frozen=True)
+class Launch:
+    file: str  # as written: relative to the engine's root, or absolute
+    kernel: str
+    rows: int
+    grid: tuple[int | str, ...]
+    arguments: Mapping[str, Any]  # name -> TensorArgument, TritonDtype, int, float, bool, None
+    slots: int = 0  # table rows of the launch described; 0: as many as its rows
+
+    @property
+    def described_slots(self) -> int:
+        return self.slots or self.rows
+
+    @property
+    def tensors(self) -> dict[str, TensorArgument]:
+        return {name: value for name, value in self.arguments.items()
+                if isinstance(value, TensorArgument)}
+
+    def scalar(self, name: str, rows: int, slots: int) -> Any:
+        value = self.arguments[name]
+        if isinstance(value, TritonDtype):
+            return value.value()
+        return {ROWS: rows, SLOTS: slots}.get(value, value) if isinstance(value, str) else value
+
+    def grid_for(self, rows: int) -> tuple[int, ...]:
+        return tuple(rows if axis == ROWS else int(axis) for axis in self.grid)
+
+
+def parse(description: Mapping[str, Any], where: str = "the launch") -> Launch:
+    """A ``Launch`` from its description; ``LaunchError`` naming what is wrong."""
+    kernel = description.get("kernel")
+    if not isinstance(kernel, str) or ":" not in kernel:
+        raise LaunchError(f"{where}: `kernel` must be \"path/to/file.py:kernel_name\"; got "
+                          f"{kernel!r}")
+    file, _, name = kernel.rpartition(":")
+    rows = description.get("rows")
+    if not isinstance(rows, int) or rows < 1:
+        raise LaunchError(f"{where}: `rows` must be the launch's rows, a positive int; got "
+                          f"{rows!r}")
+    slots = description.get("slots", 0)
+    if not isinstance(slots, int) or slots < 0:
+        raise LaunchError(f"{where}: `slots` must be the rows of the tables a loaded index "
+                          f"selects, a positive int; got {slots!r}")
+    grid = description.get("grid")
+    if not isinstance(grid, (list, tuple)) or not 1 <= len(grid) <= 3 or \
+            not all(axis == ROWS or (isinstance(axis, int) and axis > 0) for axis in grid):
+        raise LaunchError(f"{where}: `grid` must be 1 to 3 positive ints or \"rows\"; got "
+                          f"{grid!r}")
+    raw = description.get("arguments")
+    if not isinstance(raw, Mapping) or not raw:
+        raise LaunchError(f"{where}: `arguments` must map each kernel argument to its value")
+    arguments = {str(key): _argument(value, f"{where}: argument `{key}`")
+                 for key, value in raw.items()}
+    if not any(isinstance(v, TensorArgument) for v in arguments.values()):
+        raise LaunchError(f"{where}: no argument is a tensor ({{shape = [...], dtype = ...}})")
+    return Launch(file, name, rows, tuple(grid), arguments, slots)
+
+
+def read(path: str | Path) -> Launch:
+    """A ``Launch`` from a TOML file."""
+    import tomllib
+    try:
+        description = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise LaunchError(f"{path}: {error}") from None
+    return parse(description, str(path))
+
+
+def described(launch: Launch) -> dict[str, Any]:
+    """The description of ``launch``: what ``parse`` reads back."""
+    arguments: dict[str, Any] = {}
+    for name, value in launch.arguments.items():
+        if isinstance(value, TensorArgument):
+            entry: dict[str, Any] = {"shape": list(value.shape),
+                                     "dtype": str(value.dtype).removeprefix("torch.")}
+            if value.values is not None:
+                entry["values"] = list(value.values)
+            if value.fill is not None:
+                entry["fill"] = value.fill
+            arguments[name] = entry
+        elif isinstance(value, TritonDtype):
+            arguments[name] = {"dtype": value.name}
+        else:
+            arguments[name] = value
+    head = {"kernel": f"{launch.file}:{launch.kernel}", "rows": launch.rows}
+    if launch.slots:
+        head["slots"] = launch.slots
+    return {**head, "grid": list(launch.grid), "arguments": arguments}
+
+
+def _argument(value: Any, where: str) -> Any:
+    if isinstance(value, Mapping) and "shape" not in value and set(value) == {"dtype"}:
+        return TritonDtype(str(value["dtype"]))
+    if isinstance(value, Mapping):
+        shape = value.get("shape")
+        if not isinstance(shape, (list, tuple)) or not all(
+                dim in SYMBOLS or (isinstance(dim, int) and dim >= 0) for dim in shape):
+            raise LaunchError(f"{where}: `shape` must be a list of ints, \"rows\" and \"slots\"; "
+                              f"got {shape!r}")
+        dtype = getattr(torch, str(value.get("dtype", "float32")), None)
+        if not isinstance(dtype, torch.dtype):
+            raise LaunchError(f"{where}: unknown dtype {value.get('dtype')!r}")
+        values = value.get("values")
+        if values is not None:
+            values = tuple(values)
+            expected = math.prod(1 if dim in SYMBOLS else dim for dim in shape)
+            if len(values) % max(expected, 1):
+                raise LaunchError(f"{where}: {len(values)} values do not fill shape {shape}")
+        return TensorArgument(tuple(shape), dtype, values, value.get("fill"))
+    if value == "None":  # TOML has no null: an argument passed as None
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise LaunchError(f"{where}: a value must be a tensor description, a number, a bool, a "
+                      f"string or none; got {value!r}")
+
+
+def from_record(record: Mapping[str, Any], rows_axis: int = 0) -> Launch:
+    """The launch of ``record`` (a kernel specialisation of ``triton-overflow record``) with
+    the most programs on grid axis ``rows_axis``, described in launch rows: every grid axis,
+    int argument and tensor dimension equal to that axis's programs is ``"rows"``."""
+    launches = [launch for launch in record.get("launches", []) if launch.get("tensors")]
+    if not launches:
+        raise LaunchError(f"the record of {record.get('kernel')} has no launch with its tensors "
+                          "(recorded by an older version of the suite: record it again)")
+    launch = max(launches, key=lambda each: each["grid"][rows_axis])
+    rows = launch["grid"][rows_axis]
+    if rows < 2:
+        raise LaunchError(f"the recorded launches of {record['kernel']} have one program on grid "
+                          f"axis {rows_axis}: record a launch of at least 2 rows (an odd number, "
+                          "3 or 5, tells rows from other sizes best)")
+    grid = [ROWS if axis == rows else axis for axis in launch["grid"]]
+    while len(grid) > 1 and grid[-1] == 1:
+        grid.pop()
+    arguments: dict[str, Any] = {}
+    for name, kind in record["signature"].items():
+        if name in launch["tensors"]:
+            tensor = launch["tensors"][name]
+            shape = [ROWS if index == 0 and dim == rows else dim
+                     for index, dim in enumerate(tensor["shape"])]
+            arguments[name] = TensorArgument(tuple(shape), getattr(torch, tensor["dtype"]),
+                                             _tuple(tensor.get("values")))
+        elif name in launch["ints"]:
+            value = launch["ints"][name]
+            arguments[name] = ROWS if value == rows else value
+        elif kind == "constexpr":
+            value = record["constexprs"].get(name)
+            arguments[name] = TritonDtype(value["dtype"]) if isinstance(value, dict) and \
+                "dtype" in value else value
+        elif kind == "fp32":
+            arguments[name] = 1.0
+        elif kind == "i1":
+            arguments[name] = False
+    return Launch(record["file"], record["kernel"], rows, tuple(grid), arguments)
+
+
+def _tuple(values: Any) -> tuple[Any, ...] | None:
+    return None if values is None else tuple(values)
+
+
+def with_slots(launch: Launch, huge: str) -> Launch:
+    """``launch`` with the rows of tensor ``huge`` named ``"slots"``, and the first dimension
+    of every other tensor of as many rows (tables indexed by the same slot)."""
+    import dataclasses
+    tensor = launch.tensors[huge]
+    first = tensor.shape[0] if tensor.shape else None
+    if not isinstance(first, int):
+        return launch
+    arguments = dict(launch.arguments)
+    for name, argument in launch.tensors.items():
+        if argument.shape and argument.shape[0] == first:
+            arguments[name] = dataclasses.replace(argument, shape=(SLOTS, *argument.shape[1:]))
+    return dataclasses.replace(launch, arguments=arguments, slots=first)
