@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,11 +24,18 @@ def _cli(*args, cwd=ENGINE, env=None):
                           env=environment, capture_output=True, text=True, timeout=600)
 
 
+def _tiers():
+    """The tiers the generated tests run here: the GPU's too where CUDA is visible."""
+    import torch
+    return 2 if torch.cuda.is_available() else 1
+
+
 def _run_tests(folder):
     environment = dict(os.environ, PYTHONPATH=str(ENGINE / "src"))
+    selection = ["-k", "interpreter"] if _tiers() == 1 else []
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
-                           "-k", "interpreter", str(folder)], cwd=folder, env=environment,
-                          capture_output=True, text=True, timeout=600)
+                           *selection, str(folder)], cwd=folder, env=environment,
+                          capture_output=True, text=True, timeout=900)
 
 
 def _verdicts(output):
@@ -50,12 +58,107 @@ def test_reproductions_fail_as_shipped_naming_the_line_and_pass_with_the_fix(tmp
     assert "tl.program_id(0).to(tl.int64)" in report and "```diff" in report
     ran = _run_tests(out)
     verdicts = _verdicts(ran.stdout)
-    assert ran.returncode == 1 and len(verdicts) == 8, ran.stdout[-3000:]
+    assert ran.returncode == 1 and len(verdicts) == 8 * _tiers(), ran.stdout[-3000:]
     for name, verdict in verdicts.items():
         assert verdict == ("FAILED" if "as-shipped" in name else "PASSED"), (name, ran.stdout)
     for where in ("softcap.py:18", "penalty.py:28"):
         assert re.search(r"as shipped, in the interpreter: an i32 product wraps at "
                          rf"\S*src/myengine/{where}: int32 \* wraps", ran.stdout), ran.stdout
+
+
+BLOCK_ROWS = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sums_kernel(x_ptr, out_ptr, stride_xm, M, N, BLOCK_M: tl.constexpr,
+                    BLOCK_N: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_n[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + offs_m, tl.sum(x, axis=1), mask=offs_m < M)
+
+
+@triton.jit
+def scale_rows_persistent(x_ptr, stride, n_rows, n_cols, scale, BLOCK: tl.constexpr):
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        cols = tl.arange(0, BLOCK)
+        row_ptr = x_ptr + row * stride
+        tl.store(row_ptr + cols, tl.load(row_ptr + cols, mask=cols < n_cols) * scale,
+                 mask=cols < n_cols)
+"""
+
+LOOP_ROWS_LAUNCH = """
+kernel = "kernels/blocks.py:scale_rows_persistent"
+rows = 64
+grid = [4]
+[arguments]
+x_ptr = {shape = ["rows", 4096], dtype = "float32"}
+stride = 4096
+n_rows = "rows"
+n_cols = 4096
+scale = 0.5
+BLOCK = 4096
+"""
+
+BLOCK_ROWS_LAUNCH = """
+kernel = "kernels/blocks.py:row_sums_kernel"
+rows = 64
+grid = ["rows/16"]
+[arguments]
+x_ptr = {shape = ["rows", 4096], dtype = "float32"}
+out_ptr = {shape = ["rows"], dtype = "float32"}
+stride_xm = 4096
+M = "rows"
+N = 4096
+BLOCK_M = 16
+BLOCK_N = 4096
+"""
+
+ENGINE_HELPER_LAUNCH = """
+kernel = "myengine/ops/sampling.py:clamp_rows_kernel"
+rows = 3
+grid = ["rows"]
+[arguments]
+logits_ptr = {shape = ["rows", 128], dtype = "float32"}
+stride = 2048
+n_cols = 128
+FP8_MAX = 448.0
+BLOCK = 128
+"""
+
+
+def test_rows_of_a_block_a_loop_and_a_helper_of_an_engine_tree(tmp_path):
+    """A program's block of rows (`pid * BLOCK_M + arange`), a persistent loop over the rows,
+    and a helper's product under the kernel that calls it, in an engine whose package init
+    fails and whose Triton comes through its own wrapper."""
+    from tests.test_lint_tree import ENGINE as ENGINE_TREE
+    tree = tmp_path / "tree"
+    for path, text in {**ENGINE_TREE, "kernels/blocks.py": BLOCK_ROWS}.items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(textwrap.dedent(text).lstrip())
+    (tmp_path / "blocks.toml").write_text(BLOCK_ROWS_LAUNCH)
+    (tmp_path / "helper.toml").write_text(ENGINE_HELPER_LAUNCH)
+    (tmp_path / "loop.toml").write_text(LOOP_ROWS_LAUNCH)
+    out = tmp_path / "repro"
+    for finding, launch in (("kernels/blocks.py:11", "blocks.toml"),
+                            ("kernels/blocks.py:19", "loop.toml"),
+                            ("myengine/ops/helpers.py:6", "helper.toml")):
+        written = _cli("repro", finding, "--launch", str(tmp_path / launch), "-o", str(out),
+                       cwd=tree)
+        assert written.returncode == 0, written.stderr
+    assert "rows_from = 'loop:n_rows'" in (
+        out / "test_overflow_scale_rows_persistent_blocks_19.py").read_text()
+    ran = _run_tests(out)
+    verdicts = _verdicts(ran.stdout)
+    assert ran.returncode == 1 and len(verdicts) == 12 * _tiers(), ran.stdout[-3000:]
+    for name, verdict in verdicts.items():
+        assert verdict == ("FAILED" if "as-shipped" in name else "PASSED"), (name, ran.stdout)
+    for where in ("kernels/blocks.py:11", "kernels/blocks.py:19", "myengine/ops/helpers.py:6"):
+        assert re.search(rf"as shipped, in the interpreter: an i32 product wraps at \S*{where}: ",
+                         ran.stdout), (where, ran.stdout[-4000:])
 
 
 @pytest.mark.parametrize("arguments, said", [

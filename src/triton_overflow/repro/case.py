@@ -7,15 +7,20 @@ kernel with the fix written in (``widened=True``). The suite's huge-case machine
 the tensor the product addresses becomes a huge one (lazily allocated in the interpreter,
 aliased virtual memory on a GPU) with its highest rows planted as copies of row 0, and
 
-* a program-id row (``rows_from = "program_id(0)"``): the launch has one row per row of the
-  huge tensor, every per-row input of a row a copy of row 0's, and the interpreter runs only
-  the programs of the planted rows;
-* a row loaded from an index table (``rows_from = "load:idx_mapping"``): the launch has one
-  row per planted row, and launch row i reads table row ``run.slots[i]``;
+* a program-id row (``rows_from = "program_id(0)"``, or ``pid * BLOCK + tl.arange(...)``
+  with grid ``"rows/BLOCK"``) or a loop over the rows (``rows_from = "loop:num_rows"``, a
+  persistent kernel's grid-stride loop): one launch over every row of the huge tensor, every
+  per-row input a copy of row 0's; the interpreter runs only the programs of the planted rows;
+* an index loaded from a table (``rows_from = "load:idx_mapping"``, a request slot, a token,
+  a page): one launch of one row per checked row, the table holding that row, on fresh copies
+  of every other tensor; tables indexed by the same slot (``"slots"`` in their shape) hold
+  row 0's entries in every row;
 
-and the oracle needs no reference: whatever the kernel writes for a checked row (in every
-tensor that grows with the launch rows, and the huge tensor's own row) must be row 0's. In
-the interpreter the wrap check names the line where an i32 product wraps.
+and the oracle needs no reference: whatever the kernel writes for a checked row (its row of
+every per-row output, or every output of its launch, and the huge tensor's own row) must be
+what it writes for row 0. In the interpreter the wrap check names the line where an i32
+product wraps; on a GPU a wrap faults (an offset below the tensor, whose 2**31 elements below
+stay unmapped) or reads or writes a poisoned row.
 
 The kernel is loaded from the engine's own file (``source``, relative to ``root`` or
 ``$TRITON_OVERFLOW_ENGINE_ROOT``), imported when the engine is importable and otherwise loaded
@@ -38,6 +43,7 @@ from triton_overflow.repro.launch import ROWS, SLOTS, Launch, TensorArgument, pa
 ENGINE_ROOT = "TRITON_OVERFLOW_ENGINE_ROOT"
 PROGRAM_ID = "program_id(0)"
 LOADED = "load:"
+LOOP = "loop:"
 INPUT_SEED = 4049
 
 
@@ -52,6 +58,7 @@ class Reproduction(Case):
     root: ClassVar[str] = "."
     source: ClassVar[str]
     kernel: ClassVar[str]
+    line_in: ClassVar[str | None] = None  # the file of ``line`` and ``fix``, if not ``source``
     line: ClassVar[int]
     product: ClassVar[str]
     huge: ClassVar[str]
@@ -79,20 +86,20 @@ class Reproduction(Case):
             raise ValueError(f"{type(self).__name__}: the row stride `{self.stride}` is {stride!r}, "
                              f"not an int of at least the huge tensor's row ({self.width})")
         self.row_stride = stride
-        if not (self.rows_from == PROGRAM_ID or self.rows_from.startswith(LOADED)):
-            raise ValueError(f"{type(self).__name__}: rows_from must be {PROGRAM_ID!r} or "
-                             f"'load:TABLE'; got {self.rows_from!r}")
+        if not (self.rows_from == PROGRAM_ID or self.rows_from.startswith((LOADED, LOOP))):
+            raise ValueError(f"{type(self).__name__}: rows_from must be {PROGRAM_ID!r}, "
+                             f"'loop:ARGUMENT' or 'load:TABLE'; got {self.rows_from!r}")
 
     # --- where the kernel comes from -----------------------------------------------------
 
-    def source_path(self) -> Path:
-        """The kernel's file: ``source`` under ``$TRITON_OVERFLOW_ENGINE_ROOT``, else under
+    def source_path(self, source: str | None = None) -> Path:
+        """The kernel's file (or ``source``) under ``$TRITON_OVERFLOW_ENGINE_ROOT``, else under
         ``root`` taken from the folder of the file that defines this class."""
         root = os.environ.get(ENGINE_ROOT)
         if not root:
             defined_in = getattr(sys.modules.get(type(self).__module__), "__file__", None)
             root = str(Path(defined_in).parent / self.root) if defined_in else self.root
-        return (Path(root) / self.source).resolve()
+        return (Path(root) / (source or self.source)).resolve()
 
     def unavailable(self) -> str | None:
         path = self.source_path()
@@ -113,7 +120,8 @@ class Reproduction(Case):
             raise RuntimeError(f"{self.source}: cannot load the kernel: {note}")
         module = _with_jit_functions_bound(module)
         if self.widened:
-            module = _with_fix(module, path, self.kernel, self.fix)
+            fixed = self.source_path(self.line_in) if self.line_in else path
+            module = _with_fix(module, path, self.kernel, self.fix, fixed)
         return module
 
     def random_row(self, generator: torch.Generator, width: int) -> torch.Tensor:
@@ -127,7 +135,9 @@ class Reproduction(Case):
 
     @property
     def by_program(self) -> bool:
-        return self.rows_from == PROGRAM_ID
+        """Whether the launch runs every row of the huge tensor (a program-id row, or a loop
+        over the rows), rather than one loaded row at a time."""
+        return not self.rows_from.startswith(LOADED)
 
     @property
     def table(self) -> str:
@@ -141,13 +151,39 @@ class Reproduction(Case):
         """Row 0, then each checked row (a copy of row 0)."""
         return [0, *run.check_rows]
 
+    def programs_rows(self, run: HugeRun) -> list[int]:
+        """The rows the interpreter's programs touch: the planted rows, and the other rows of
+        their programs' blocks."""
+        if not self.by_program:
+            return [0]
+        per = self.launched.rows_per_program if not self.rows_from.startswith(LOOP) else 1
+        return sorted({row for program in {r // per for r in run.planted_rows}
+                       for row in range(program * per, min((program + 1) * per, run.rows))})
+
     def programs(self, run: HugeRun) -> list[int]:
-        return [0, *run.poison_rows, *run.check_rows] if self.by_program else [0]
+        """Axis-0 programs the interpreter runs: those of the planted rows (a row's program
+        is the row over the rows a program takes; in a loop over the rows, the interpreter
+        maps each row to the program whose grid-stride loop visits it), or the one."""
+        if not self.by_program:
+            return [0]
+        planted = [0, *run.poison_rows, *run.check_rows]
+        if self.rows_from.startswith(LOOP):
+            return planted
+        return sorted({row // self.launched.rows_per_program for row in planted})
 
     def extra_bytes(self, run: HugeRun) -> int:
+        """The other tensors; one filled only where programs run costs, in the interpreter,
+        only those rows."""
         rows, copies = self.launch_rows(run), 1 if self.by_program else 2
-        return copies * sum(t.nbytes(rows, run.rows) for name, t in
-                            self.launched.tensors.items() if name != self.huge) + 2**20
+        total = 0
+        for name, tensor in self.launched.tensors.items():
+            nbytes = tensor.nbytes(rows, run.rows)
+            if name == self.huge:
+                continue
+            if run.interpreted and nbytes > LAZY_BYTES and tensor.dim_of(ROWS) is not None:
+                nbytes = nbytes * len(self.programs_rows(run)) // rows
+            total += copies * nbytes
+        return total + 2**20
 
     def prepare(self, huge: torch.Tensor, run: HugeRun) -> dict[str, Any]:
         """Every argument: the huge tensor, the row stride, and the rest as described, each
@@ -159,8 +195,8 @@ class Reproduction(Case):
             if name == self.huge:
                 values[name] = huge
             elif isinstance(argument, TensorArgument):
-                values[name] = _tensor(argument, self.launched, rows, run.rows,
-                                       generator).to(run.device)
+                values[name] = _tensor(argument, self.launched, rows, run.rows, generator,
+                                       run.device, self.programs_rows(run))
             elif name == self.stride:
                 values[name] = run.row_stride
             else:
@@ -264,9 +300,16 @@ def _width(huge: TensorArgument) -> int:
     return max(math.prod(huge.sized(1, 1)[1:]), 1)
 
 
+LAZY_BYTES = 2**26  # per-row inputs larger than this are filled only where programs run
+
+
 def _tensor(argument: TensorArgument, launch: Launch, rows: int, slots: int,
-            generator: torch.Generator) -> torch.Tensor:
-    """The tensor at ``rows`` launch rows and ``slots`` table rows, each a copy of the first."""
+            generator: torch.Generator, device: torch.device,
+            touched: list[int]) -> torch.Tensor:
+    """The tensor at ``rows`` launch rows and ``slots`` table rows, on ``device``, each row a
+    copy of the first. One as large as the huge tensor (a second operand of a GEMM, say) is
+    filled only at the ``touched`` rows: on the CPU the rest is never mapped (the interpreter
+    runs only the programs of those rows), on a device it is zeros."""
     shape = argument.sized(launch.rows, launch.described_slots)
     if argument.values is not None:
         tensor = torch.tensor(argument.values, dtype=torch.float64).reshape(shape).to(
@@ -281,17 +324,57 @@ def _tensor(argument: TensorArgument, launch: Launch, rows: int, slots: int,
         dim = argument.dim_of(symbol)
         if dim is not None:
             tensor = tensor.narrow(dim, 0, 1)
-    return tensor.expand(argument.sized(rows, slots)).contiguous()
+    sized = argument.sized(rows, slots)
+    rows_dim = argument.dim_of(ROWS)
+    if argument.nbytes(rows, slots) <= LAZY_BYTES or rows_dim is None:
+        return tensor.expand(sized).contiguous().to(device)
+    if device.type == "cpu":
+        full = torch.empty(sized, dtype=argument.dtype)  # fresh pages: mapped when touched
+    else:
+        full = torch.zeros(sized, dtype=argument.dtype, device=device)
+    first = tensor.to(device)
+    for row in touched:
+        full.narrow(rows_dim, row, 1).copy_(first.narrow(rows_dim, 0, 1).expand_as(
+            full.narrow(rows_dim, row, 1)))
+    return full
 
 
-def _with_fix(module: ModuleType, path: Path, kernel: str, fix: dict[str, Any]) -> ModuleType:
+def _with_fix(module: ModuleType, path: Path, kernel: str, fix: dict[str, Any],
+              fixed: Path) -> ModuleType:
+    """The kernel's module with the kernel rebuilt from its file with ``fix`` written into
+    ``fixed``: the kernel's own file, or the file of a jit helper it calls (then the helper is
+    rebuilt with the fix, and the kernel from its own text around it)."""
+    from triton_overflow.lint.discover import load_module
     from triton_overflow.lint.verify import edited_text, rebuilt
-    text = path.read_text()
+    text = fixed.read_text()
     edited = edited_text(text, fix["line"], fix["replace"], fix["with"])
     if edited is None:
-        raise RuntimeError(f"{path}: the fix's source `{fix['replace']}` is not on line "
+        raise RuntimeError(f"{fixed}: the fix's source `{fix['replace']}` is not on line "
                            f"{fix['line']}: the file changed since the test was generated")
     widened = ModuleType(f"{module.__name__}_widened")
     vars(widened).update(vars(module))
-    setattr(widened, kernel, rebuilt(module, path, kernel, edited, f"{path} (widened)"))
+    if fixed != path:
+        helper_module, note = load_module(fixed)
+        if helper_module is None:
+            raise RuntimeError(f"{fixed}: cannot load the helper to fix: {note}")
+        helper_module = _with_jit_functions_bound(helper_module)
+        helper = _function_at(edited, fix["line"])
+        new_helper = rebuilt(helper_module, fixed, helper, edited, f"{fixed} (widened)")
+        for attribute, value in vars(module).items():
+            old = _launchable(value)
+            if old is not None and getattr(old.fn, "__name__", None) == helper and \
+                    Path(old.fn.__code__.co_filename).resolve() == fixed:
+                setattr(widened, attribute, new_helper)
+        edited, fixed = path.read_text(), path
+    setattr(widened, kernel, rebuilt(widened, path, kernel, edited, f"{fixed} (widened)"))
     return widened
+
+
+def _function_at(text: str, line: int) -> str:
+    """The name of the module-level function whose definition spans ``line``."""
+    import ast
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef) and \
+                node.lineno <= line <= (node.end_lineno or node.lineno):
+            return node.name
+    raise RuntimeError(f"no function spans line {line} of the fixed file")

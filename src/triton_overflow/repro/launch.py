@@ -5,7 +5,7 @@ launch by ``from_record``)::
 
     kernel = "vllm/v1/worker/gpu/metrics/logits.py:_num_nans_kernel"
     rows = 4                      # launch rows of the launch described
-    grid = ["rows"]               # ints, or "rows"
+    grid = ["rows"]               # ints, "rows", or "rows/N" (N rows a program)
     [arguments]
     logits_ptr = {shape = ["rows", 151936], dtype = "float32"}
     logits_stride = 151936
@@ -23,6 +23,7 @@ None (TOML has no null).
 """
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,14 @@ ROWS = "rows"
 SLOTS = "slots"
 SYMBOLS = (ROWS, SLOTS)
 
+
+
+_GRID_ROWS = re.compile(r"rows(/[1-9][0-9]*)?")
+
+
+def per_program(axis: str) -> int:
+    """N of a grid axis "rows/N" (1 for "rows")."""
+    return int(axis.partition("/")[2] or 1)
 
 
 class LaunchError(ValueError):
@@ -95,7 +104,14 @@ class Launch:
         return {ROWS: rows, SLOTS: slots}.get(value, value) if isinstance(value, str) else value
 
     def grid_for(self, rows: int) -> tuple[int, ...]:
-        return tuple(rows if axis == ROWS else int(axis) for axis in self.grid)
+        return tuple(-(-rows // per_program(axis)) if isinstance(axis, str) else int(axis)
+                     for axis in self.grid)
+
+    @property
+    def rows_per_program(self) -> int:
+        """Rows each program of grid axis 0 takes: N for "rows/N", else 1."""
+        axis = self.grid[0]
+        return per_program(axis) if isinstance(axis, str) else 1
 
 
 def parse(description: Mapping[str, Any], where: str = "the launch") -> Launch:
@@ -114,10 +130,11 @@ def parse(description: Mapping[str, Any], where: str = "the launch") -> Launch:
         raise LaunchError(f"{where}: `slots` must be the rows of the tables a loaded index "
                           f"selects, a positive int; got {slots!r}")
     grid = description.get("grid")
-    if not isinstance(grid, (list, tuple)) or not 1 <= len(grid) <= 3 or \
-            not all(axis == ROWS or (isinstance(axis, int) and axis > 0) for axis in grid):
-        raise LaunchError(f"{where}: `grid` must be 1 to 3 positive ints or \"rows\"; got "
-                          f"{grid!r}")
+    if not isinstance(grid, (list, tuple)) or not 1 <= len(grid) <= 3 or not all(
+            _GRID_ROWS.fullmatch(axis) if isinstance(axis, str) else
+            isinstance(axis, int) and axis > 0 for axis in grid):
+        raise LaunchError(f"{where}: `grid` must be 1 to 3 positive ints, \"rows\" or "
+                          f"\"rows/N\"; got {grid!r}")
     raw = description.get("arguments")
     if not isinstance(raw, Mapping) or not raw:
         raise LaunchError(f"{where}: `arguments` must map each kernel argument to its value")
@@ -187,21 +204,32 @@ def _argument(value: Any, where: str) -> Any:
                       f"string or none; got {value!r}")
 
 
-def from_record(record: Mapping[str, Any], rows_axis: int = 0) -> Launch:
-    """The launch of ``record`` (a kernel specialisation of ``triton-overflow record``) with
-    the most programs on grid axis ``rows_axis``, described in launch rows: every grid axis,
-    int argument and tensor dimension equal to that axis's programs is ``"rows"``."""
-    launches = [launch for launch in record.get("launches", []) if launch.get("tensors")]
+def from_record(record: Mapping[str, Any], huge: str, loaded: bool) -> Launch:
+    """The launch of ``record`` (a kernel specialisation written by ``triton-overflow record``)
+    that reaches furthest into tensor ``huge``, described in launch rows.
+
+    ``loaded``: the product's row is an index loaded per launch row: the launch rows are the
+    programs of grid axis 0, and ``huge``'s rows are slots (``with_slots``). Otherwise the
+    rows are ``huge``'s rows (a program id, possibly times a block, or a loop over them):
+    every int argument and first tensor dimension of as many is ``"rows"``, and grid axis 0 is
+    ``"rows"`` when it has as many programs, ``"rows/N"`` when a constexpr N divides them so."""
+    launches = [launch for launch in record.get("launches", [])
+                if huge in launch.get("tensors", {})]
     if not launches:
-        raise LaunchError(f"the record of {record.get('kernel')} has no launch with its tensors "
-                          "(recorded by an older version of the suite: record it again)")
-    launch = max(launches, key=lambda each: each["grid"][rows_axis])
-    rows = launch["grid"][rows_axis]
+        raise LaunchError(f"no recorded launch of {record.get('kernel')} has its tensors "
+                          f"(`{huge}` among them): record it again with this version")
+    if loaded:
+        launch = max(launches, key=lambda each: each["grid"][0])
+        rows = launch["grid"][0]
+    else:
+        launch = max(launches, key=lambda each: each["tensors"][huge]["shape"][:1] or [0])
+        rows = (launch["tensors"][huge]["shape"] or [0])[0]
     if rows < 2:
-        raise LaunchError(f"the recorded launches of {record['kernel']} have one program on grid "
-                          f"axis {rows_axis}: record a launch of at least 2 rows (an odd number, "
-                          "3 or 5, tells rows from other sizes best)")
-    grid = [ROWS if axis == rows else axis for axis in launch["grid"]]
+        raise LaunchError(f"the recorded launches of {record['kernel']} have one row: record a "
+                          "launch of at least 2 rows (an odd number, 3 or 5, tells rows from "
+                          "other sizes best)")
+    grid = [_grid_axis(axis, rows, record["constexprs"]) if index == 0 else axis
+            for index, axis in enumerate(launch["grid"])]
     while len(grid) > 1 and grid[-1] == 1:
         grid.pop()
     arguments: dict[str, Any] = {}
@@ -223,7 +251,18 @@ def from_record(record: Mapping[str, Any], rows_axis: int = 0) -> Launch:
             arguments[name] = 1.0
         elif kind == "i1":
             arguments[name] = False
-    return Launch(record["file"], record["kernel"], rows, tuple(grid), arguments)
+    described = Launch(record["file"], record["kernel"], rows, tuple(grid), arguments)
+    return with_slots(described, huge) if loaded else described
+
+
+def _grid_axis(programs: int, rows: int, constexprs: Mapping[str, Any]) -> int | str:
+    if programs == rows:
+        return ROWS
+    for value in constexprs.values():
+        if isinstance(value, int) and not isinstance(value, bool) and value > 1 and \
+                -(-rows // value) == programs:
+            return f"{ROWS}/{value}"
+    return programs
 
 
 def _tuple(values: Any) -> tuple[Any, ...] | None:

@@ -21,9 +21,9 @@ from pathlib import Path
 from triton_overflow.repro.launch import (LaunchError, described, from_record, read,
                                           with_slots)
 
-OPERAND_ROW = {re.compile(r"program_id\(0\)$"): lambda m: "program_id(0)",
-               re.compile(r"value loaded from `(\w+)`$"): lambda m: f"load:{m[1]}"}
-OPERAND_STRIDE = re.compile(r"int argument `(\w+)`$")
+LOOP = re.compile(r"loop variable over int argument `(\w+)`")
+LOADED = re.compile(r"value loaded from `(\w+)`")
+STRIDE = re.compile(r"int argument `(\w+)`")
 
 
 class ReproError(ValueError):
@@ -56,8 +56,9 @@ def write(where, launch_file, launches_file, output, findings_file=None, product
     if not file or not line.isdigit():
         raise ReproError(f"a finding is FILE:LINE (as the static check prints it); got {where!r}")
     finding = _finding(Path(file), int(line), findings_file, product)
-    launch = _launch(finding, launch_file, launches_file)
-    attributes = _attributes(finding, launch, output)
+    rows_from, stride = _row_and_stride(finding)
+    launch = _launch(finding, launch_file, launches_file, rows_from)
+    attributes = _attributes(finding, launch, output, rows_from, stride)
     output.mkdir(parents=True, exist_ok=True)
     stem = f"{finding['kernel'].strip('_')}_{Path(finding['file']).stem}_{finding['line']}"
     test = output / f"test_overflow_{stem}.py"
@@ -73,32 +74,47 @@ def _finding(file, line, findings_file, product):
             report = json.loads(Path(findings_file).read_text())
         except (OSError, json.JSONDecodeError) as error:
             raise ReproError(f"cannot read {findings_file}: {error}") from None
+        findings = _at(report, file, line, product)
     else:
         if not file.is_file():
             raise ReproError(f"no file {file}")
-        completed = subprocess.run([sys.executable, "-m", "triton_overflow", "lint", str(file),
-                                    "--format", "json"],
-                                   capture_output=True, text=True)
-        try:
-            report = json.loads(completed.stdout)
-        except json.JSONDecodeError:
-            raise ReproError(f"the static check of {file} failed:\n{completed.stderr[-2000:]}") \
-                from None
-    findings = [f for k in report.get("kernels", []) for f in k.get("findings", [])
-                if Path(f["file"]).resolve() == file.resolve() and f["line"] == line]
-    if product:
-        findings = [f for f in findings if f["product"] == product]
+        findings = _at(_lint(file), file, line, product)
+        package = Path(file.parts[0]) if len(file.parts) > 1 else None
+        if not findings and package is not None and package.is_dir():
+            # A jit helper's products are found in the kernels that call it, anywhere.
+            print(f"repro: no kernel of {file} reports a finding at line {line}; checking the "
+                  f"kernels of {package}/ that may call it", file=sys.stderr)
+            findings = _at(_lint(package), file, line, product)
     if not findings:
         raise ReproError(f"the static check reports no finding at {file}:{line}"
                          + (f" with product `{product}`" if product else ""))
-    if len(findings) > 1:
+    if len({(f["product"], f["kernel"]) for f in findings}) > 1:
         products = ", ".join(f"`{f['product']}` ({f['kernel']})" for f in findings)
         raise ReproError(f"{file}:{line} has {len(findings)} findings: {products}; choose one "
                          "with --product")
     return findings[0]
 
 
-def _launch(finding, launch_file, launches_file):
+def _lint(path):
+    completed = subprocess.run([sys.executable, "-m", "triton_overflow", "lint", str(path),
+                                "--format", "json"], capture_output=True, text=True)
+    try:
+        return json.loads(completed.stdout)
+    except json.JSONDecodeError:
+        raise ReproError(f"the static check of {path} failed:\n{completed.stderr[-2000:]}") \
+            from None
+
+
+def _at(report, file, line, product):
+    """The findings of ``report`` at ``file:line`` (with ``product``), each with the file of
+    the kernel it was found in."""
+    return [dict(f, kernel_file=k["file"]) for k in report.get("kernels", [])
+            for f in k.get("findings", [])
+            if Path(f["file"]).resolve() == file.resolve() and f["line"] == line
+            and (product is None or f["product"] == product)]
+
+
+def _launch(finding, launch_file, launches_file, rows_from):
     if launch_file:
         return read(launch_file)
     if not launches_file:
@@ -110,43 +126,61 @@ def _launch(finding, launch_file, launches_file):
     except (OSError, json.JSONDecodeError) as error:
         raise ReproError(f"cannot read {launches_file}: {error}") from None
     records = [r for r in data.get("launches", []) if r["kernel"] == finding["kernel"]
-               and Path(r["file"]).resolve() == Path(finding["file"]).resolve()]
+               and Path(r["file"]).resolve() == Path(finding["kernel_file"]).resolve()]
     if not records:
         raise ReproError(f"{launches_file} records no launch of {finding['kernel']} "
-                         f"({finding['file']}): record a test that launches it")
-    launch = from_record(max(records, key=lambda r: sum(x["count"] for x in r["launches"])))
-    return dataclasses.replace(launch, file=finding["file"])
+                         f"({finding['kernel_file']}): record a test that launches it")
+    huge = _huge(finding)
+    record = max(records, key=lambda r: sum(x["count"] for x in r["launches"]))
+    launch = from_record(record, huge, rows_from.startswith("load:"))
+    return dataclasses.replace(launch, file=finding["kernel_file"])
 
 
-def _attributes(finding, launch, output):
+def _huge(finding):
     if not finding.get("tensors"):
         raise ReproError(f"the finding at {finding['file']}:{finding['line']} does not say which "
                          "tensor its product addresses")
+    return finding["tensors"][0]
+
+
+def _row_and_stride(finding):
+    """(rows_from, stride argument or None) of a finding, from what its operands are made of."""
     rows_from = stride = None
     for operand in finding["operands"]:
-        for pattern, rows in OPERAND_ROW.items():
-            if (match := pattern.match(operand)) and rows_from is None:
-                rows_from = rows(match)
-                break
-        else:
-            if (match := OPERAND_STRIDE.match(operand)) and stride is None:
-                stride = match[1]
+        parts = set(operand.split(" and "))
+        loop = [LOOP.fullmatch(part) for part in parts]
+        loaded = [LOADED.fullmatch(part) for part in parts]
+        if rows_from is None and "program_id(0)" in parts and \
+                parts <= {"program_id(0)", "block offsets", "constant"}:
+            rows_from = "program_id(0)"
+        elif rows_from is None and len(parts) == 1 and loop[0]:
+            rows_from = f"loop:{loop[0][1]}"
+        elif rows_from is None and len(parts) == 1 and loaded[0]:
+            rows_from = f"load:{loaded[0][1]}"
+        elif stride is None and len(parts) == 1 and (match := STRIDE.fullmatch(operand)):
+            stride = match[1]
     if rows_from is None:
         raise ReproError(f"`{finding['product']}`: its row is {' and '.join(finding['operands'])}; "
-                         "a reproduction is written for a row that is program_id(0) or a value "
-                         "loaded from an index table (write a Case for other rows)")
-    huge = finding["tensors"][0]
+                         "a reproduction is written for a row that is program_id(0) (times a "
+                         "block or not), a loop over an int argument, or one index loaded per "
+                         "launch row (write a Case for other rows)")
+    return rows_from, stride
+
+
+def _attributes(finding, launch, output, rows_from, stride):
+    huge = _huge(finding)
     if huge not in launch.tensors:
         raise ReproError(f"the launch has no tensor argument `{huge}`, which the product "
                          "addresses")
-    if rows_from.startswith("load:"):
+    if rows_from.startswith("load:") and not launch.slots:
         launch = with_slots(launch, huge)
-    root = Path(finding["file"]).resolve()
-    for _ in Path(finding["file"]).parts:
+    root = Path(finding["kernel_file"]).resolve()
+    for _ in Path(finding["kernel_file"]).parts:
         root = root.parent
     fix = finding.get("fix") or {}
-    return {"root": _relative(root, output.resolve()), "source": finding["file"],
-            "kernel": finding["kernel"], "line": finding["line"],
+    where = {} if finding["file"] == finding["kernel_file"] else {"line_in": finding["file"]}
+    return {"root": _relative(root, output.resolve()), "source": finding["kernel_file"],
+            "kernel": finding["kernel"], **where, "line": finding["line"],
             "product": finding["product"], "huge": huge, "rows_from": rows_from,
             "stride": stride, "fix": {"line": fix.get("line"), "replace": fix.get("replace"),
                                       "with": fix.get("with")},
@@ -207,7 +241,11 @@ def _report_text(finding, test, attributes):
                                                 f"b/{finding['file']}", n=0))
             diff = re.sub(r"^@@ -\d+ \+\d+ @@", f"@@ -{fix['line']} +{fix['line']} @@", diff,
                           flags=re.M)
-    reach = finding.get("reach") or finding.get("headroom") or ""
+    reach = finding.get("reach")
+    if isinstance(reach, int):
+        reach = (f"the envelope lets {', '.join(f'`{t}`' for t in finding.get('tensors', []))} "
+                 f"reach {reach:,} elements (2**31 is 2,147,483,648)")
+    reach = reach or finding.get("headroom") or ""
     arguments = attributes["launch_description"]["arguments"]
     stride = arguments.get(attributes["stride"]) if attributes["stride"] else None
     if isinstance(stride, int) and stride > 0:
@@ -218,7 +256,7 @@ def _report_text(finding, test, attributes):
 
 - product: `{finding["product"]}` ({" x ".join(finding["operands"])})
 - addresses: {", ".join(f"`{t}`" for t in finding.get("tensors", []))}
-- wraps: {reach if isinstance(reach, str) else json.dumps(reach)}
+- wraps: {reach}
 - why it is an error: {finding.get("why", "")}
 - test: `{test.name}` (`python -m pytest {test.name}`)
 
