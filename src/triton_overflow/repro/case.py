@@ -76,7 +76,7 @@ class Reproduction(Case):
         if huge is None:
             raise ValueError(f"{type(self).__name__}: `huge` names {self.huge!r}, which is not a "
                              "tensor argument of its launch")
-        self.name = (f"{self.kernel}-{Path(self.source).name}:{self.line}"
+        self.name = (f"{self.kernel}-{Path(self.line_in or self.source).name}:{self.line}"
                      f"-{'widened' if widened else 'as-shipped'}")
         self.module = str(self.source_path())
         self.dtype = huge.dtype
@@ -122,6 +122,7 @@ class Reproduction(Case):
         if self.widened:
             fixed = self.source_path(self.line_in) if self.line_in else path
             module = _with_fix(module, path, self.kernel, self.fix, fixed)
+        _drop_stand_ins(module)
         return module
 
     def random_row(self, generator: torch.Generator, width: int) -> torch.Tensor:
@@ -277,6 +278,38 @@ def _with_jit_functions_bound(module: ModuleType) -> ModuleType:
         if _launchable(vars(bound).get(name)) is None:
             setattr(bound, name, wrapper)
     return bound
+
+
+class _NotLoaded:
+    """An engine value the load could not compute, as a reproduction's kernels see it: every
+    attribute of it is itself, and it is not callable (Triton's compiler refuses a kernel whose
+    source, a parameter's default say, names a callable it does not know). The launch gives
+    every argument, so no default made of it is used."""
+
+    def __getattr__(self, name: str) -> "_NotLoaded":
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "_NotLoaded":
+        return self
+
+    def __repr__(self) -> str:
+        return "<an engine value not loaded>"
+
+
+def _drop_stand_ins(module: ModuleType) -> None:
+    """Replace every name that the load bound to a stand-in (an engine value it could not
+    compute), in the module and in the globals of each of its jit functions, by
+    ``_NotLoaded``."""
+    from triton_overflow.lint.standins import StandIn
+    namespaces = [vars(module)] + [jit.fn.__globals__ for jit in map(_launchable,
+                                                                       list(vars(module).values()))
+                                   if jit is not None and hasattr(jit.fn, "__globals__")]
+    for namespace in namespaces:
+        for name, value in list(namespace.items()):
+            if isinstance(value, StandIn):
+                namespace[name] = _NotLoaded()
 
 
 def _launchable(value: Any) -> Any:
