@@ -6,6 +6,8 @@
   a GPU, each proven against the kernel's int32 twin: describe your kernel with ``RowsCase``,
   ``SlotTableCase`` or ``Case`` and list it on a subclass of ``OverflowTests``;
 * benchmark rows beside the cases, timed on a GPU: ``Benchmark`` (``triton_overflow.bench``);
+* reproductions of the static check's findings on the engine's own kernels: ``triton-overflow
+  repro FILE:LINE`` (``triton_overflow.repro``);
 * the pytest plugin (loaded by the ``pytest11`` entry point): markers, options, the report
   header and the kernel x detector report behind ``triton-overflow validate``.
 
@@ -16,7 +18,7 @@ huge case, parent and child side), ``memory`` (the huge tensors' backends), ``hu
 ``mode`` (interpreter or device), ``compat`` (Triton versions), ``interp`` (interpreter hooks),
 ``interp_math`` (libdevice math in the interpreter), ``device_view`` (the GPU a launcher sees in
 the interpreter), ``twin``, ``compare``, ``validate``, ``gpu_compile``, ``record``, ``bench``,
-``lint``, ``philox`` (``tl.rand`` replayed in numpy, for references of sampling kernels).
+``lint``, ``repro``, ``philox`` (``tl.rand`` replayed in numpy, for references of sampling kernels).
 """
 
 from typing import TYPE_CHECKING

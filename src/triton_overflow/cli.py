@@ -3,6 +3,8 @@
 * ``lint PATH...``: the static check (exit 0 no error, 1 an error, 2 no error but not everything
   checked, 3 a usage error: nothing was checked);
 * ``record -o FILE -- COMMAND...``: run any command with Triton's launches recorded;
+* ``repro FILE:LINE (--launch TOML | --launches JSON)``: a test of one finding past 2**31 on
+  the engine's own kernel, and a report (exit 0 written, 3 a usage error);
 * ``validate``: run the test suite and print the kernel x detector table.
 """
 
@@ -99,7 +101,9 @@ The launch, described (TOML; "rows" is the launch's rows, which the test sets):
 
 or recorded: `triton-overflow record -o launches.json -- pytest tests/test_logits.py`, then
 `--launches launches.json`. A tensor may give its `values` (flat) or a `fill`; otherwise
-floats are random and ints zero.
+floats are random and ints zero. "slots" sizes the tables a loaded index selects (the tensor
+the product addresses among them); a grid axis "rows/N" has a program per N rows. The rows a
+reproduction handles and what it cannot show: docs/repro.md in the suite's repository.
 """
 
 
