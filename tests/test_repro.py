@@ -104,6 +104,28 @@ def scale_rows_persistent(x_ptr, stride, n_rows, n_cols, scale, BLOCK: tl.conste
         row_ptr = x_ptr + row * stride
         tl.store(row_ptr + cols, tl.load(row_ptr + cols, mask=cols < n_cols) * scale,
                  mask=cols < n_cols)
+
+
+@triton.jit
+def double_tokens_kernel(x_ptr, stride_m, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+    ptrs = x_ptr + (offs_m * stride_m)[:, None] + offs_n[None, :]
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(ptrs, tl.load(ptrs, mask=mask) * 2.0, mask=mask)
+"""
+
+AXIS_1_ROWS_LAUNCH = """
+kernel = "kernels/blocks.py:double_tokens_kernel"
+rows = 64
+grid = [2, "rows/16"]
+[arguments]
+x_ptr = {shape = ["rows", 4096], dtype = "float32"}
+stride_m = 4096
+M = "rows"
+N = 4096
+BLOCK_M = 16
+BLOCK_N = 2048
 """
 
 LOOP_ROWS_LAUNCH = """
@@ -149,12 +171,13 @@ BLOCK = 128
 @pytest.mark.parametrize("finding, launch", [
     ("kernels/blocks.py:11", BLOCK_ROWS_LAUNCH),
     ("kernels/blocks.py:19", LOOP_ROWS_LAUNCH),
+    ("kernels/blocks.py:28", AXIS_1_ROWS_LAUNCH),
     ("myengine/ops/helpers.py:6", ENGINE_HELPER_LAUNCH),
-], ids=["block-of-rows", "persistent-loop", "helper-in-an-engine-tree"])
+], ids=["block-of-rows", "persistent-loop", "block-on-grid-axis-1", "helper-in-an-engine-tree"])
 def test_rows_of_a_block_a_loop_and_a_helper_of_an_engine_tree(finding, launch, tmp_path):
-    """A program's block of rows (`pid * BLOCK_M + arange`), a persistent loop over the rows,
-    and a helper's product under the kernel that calls it, in an engine whose package init
-    fails and whose Triton comes through its own wrapper."""
+    """A program's block of rows (`pid * BLOCK_M + arange`, on grid axis 0 or 1), a persistent
+    loop over the rows, and a helper's product under the kernel that calls it, in an engine
+    whose package init fails and whose Triton comes through its own wrapper."""
     from tests.test_lint_tree import ENGINE as ENGINE_TREE
     tree = tmp_path / "tree"
     for path, text in {**ENGINE_TREE, "kernels/blocks.py": BLOCK_ROWS}.items():

@@ -103,6 +103,7 @@ class Case:
     interpreted_gpu: ClassVar[str] = "H100"
     autotune_configs: ClassVar[str] = "first"
     limits: ClassVar[dict[str, int]] = {}
+    programs_axis: ClassVar[int] = 0  # the grid axis whose program ids ``programs`` lists
 
     def kernels(self) -> ModuleType:
         """The module whose launcher ``launch`` calls: ``module``, imported."""

@@ -37,13 +37,14 @@ class Int32WrapError(ArithmeticError):
 
 
 @contextlib.contextmanager
-def only_programs(axis0_ids):
-    """Run only the programs that touch these axis-0 rows in every interpreted launch inside
-    the block, while ``tl.num_programs(0)`` still reports the real grid; yields an object whose
+def only_programs(axis0_ids, axis=0):
+    """Run only the programs that touch these rows in every interpreted launch inside the
+    block, while ``tl.num_programs`` still reports the real grid; yields an object whose
     ``programs_run`` counts the programs run.
 
     ``axis0_ids`` is a list for every kernel, or a dict from kernel name to list (kernels not
-    named run whole). Row ``r`` is program ``r``; when the grid is smaller than the rows (a
+    named run whole), of program ids on grid axis ``axis`` (0 unless a case says otherwise).
+    Row ``r`` is program ``r``; on axis 0, when the grid is smaller than the rows (a
     persistent kernel), row ``r`` is program ``r % grid``, and inside it a grid-stride loop
     (``range(program_id(0), n, num_programs(0))``) visits only the listed rows it owns.
     """
@@ -55,7 +56,7 @@ def only_programs(axis0_ids):
         if not ids or ids[0] < 0:
             raise ValueError(f"program ids of {name or 'every kernel'} must be non-negative and "
                              f"not empty; got {ids[:4]}")
-    launch = _Selection()
+    launch = _Selection(axis)
     executor_class = compat.grid_executor()
     builder = compat.interpreter_builder()
     original_call = executor_class.__call__
@@ -78,16 +79,16 @@ def only_programs(axis0_ids):
             executor.grid = grid
             launch.programs = None
 
-    def program_id(self, axis):
-        handle = original_pid(self, axis)
-        if axis == 0 and launch.programs is not None:
-            handle.data = np.array([launch.programs[self.grid_idx[0]]], dtype=np.int32)
+    def program_id(self, asked):
+        handle = original_pid(self, asked)
+        if asked == axis and launch.programs is not None:
+            handle.data = np.array([launch.programs[self.grid_idx[axis]]], dtype=np.int32)
         return handle
 
-    def num_programs(self, axis):
-        handle = original_nprog(self, axis)
-        if axis == 0 and launch.programs is not None:
-            handle.data = np.array([launch.grid[0]], dtype=np.int32)
+    def num_programs(self, asked):
+        handle = original_nprog(self, asked)
+        if asked == axis and launch.programs is not None:
+            handle.data = np.array([launch.grid[axis]], dtype=np.int32)
         return handle
 
     with compat.patched(executor_class, __call__=call), \
@@ -100,17 +101,23 @@ def only_programs(axis0_ids):
 class _Selection:
     """The programs one interpreted launch runs, and the rows its grid-stride loops visit."""
 
-    def __init__(self):
+    def __init__(self, axis=0):
+        self.axis = axis
         self.programs = None
         self.programs_run = 0  # over every launch of the block
 
     def begin(self, name, rows, full_grid):
         full = tuple(full_grid) + (1, ) * (3 - len(tuple(full_grid)))
         self.name, self.rows, self.grid, self.strided_loops = name, rows, full, 0
-        self.persistent = rows[-1] >= full[0]
+        self.persistent = rows[-1] >= full[self.axis]
+        if self.persistent and self.axis != 0:
+            raise ValueError(f"{name}: programs up to {rows[-1]} of grid axis {self.axis} are "
+                             f"asked for, but the launch has {full[self.axis]}")
         self.programs = sorted({row % full[0] for row in rows}) if self.persistent else rows
-        self.programs_run += len(self.programs) * full[1] * full[2]
-        return (len(self.programs), full[1], full[2])
+        reduced = list(full)
+        reduced[self.axis] = len(self.programs)
+        self.programs_run += reduced[0] * reduced[1] * reduced[2]
+        return tuple(reduced)
 
     def finish(self):
         if self.persistent and not self.strided_loops:
@@ -122,7 +129,7 @@ class _Selection:
 
     def loop_values(self, start, end, step, values):
         """A grid-stride loop of a selected program visits only the planted rows it owns."""
-        if self.programs is None or step != self.grid[0] or step <= 1:
+        if self.programs is None or self.axis != 0 or step != self.grid[0] or step <= 1:
             return values
         program = self.programs[compat.interpreter().interpreter_builder.grid_idx[0]]
         if start != program:

@@ -99,7 +99,8 @@ def run_case(case, wrap, backend, twin=False, wrap_check=False, widening=None):
                             shared=allocator.background())
             inputs = case.prepare(huge, run)
             phases.mark("plant")
-            with _maybe(is_interpreted, lambda: only_programs(case.programs(run))) as ran, \
+            with _maybe(is_interpreted,
+                        lambda: only_programs(case.programs(run), case.programs_axis)) as ran, \
                     _maybe(wrap_check, int32_wrap_checked):
                 try:
                     produced = case.launch(kernels, huge, run, **inputs)

@@ -29,6 +29,7 @@ as the static check loads it; it is never copied.
 
 import math
 import os
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -41,7 +42,7 @@ from triton_overflow.compare import assert_rows_equal
 from triton_overflow.repro.launch import ROWS, SLOTS, Launch, TensorArgument, parse
 
 ENGINE_ROOT = "TRITON_OVERFLOW_ENGINE_ROOT"
-PROGRAM_ID = "program_id(0)"
+PROGRAM_ID = re.compile(r"program_id\(([012])\)")
 LOADED = "load:"
 LOOP = "loop:"
 INPUT_SEED = 4049
@@ -86,9 +87,11 @@ class Reproduction(Case):
             raise ValueError(f"{type(self).__name__}: the row stride `{self.stride}` is {stride!r}, "
                              f"not an int of at least the huge tensor's row ({self.width})")
         self.row_stride = stride
-        if not (self.rows_from == PROGRAM_ID or self.rows_from.startswith((LOADED, LOOP))):
-            raise ValueError(f"{type(self).__name__}: rows_from must be {PROGRAM_ID!r}, "
+        program = PROGRAM_ID.fullmatch(self.rows_from)
+        if not (program or self.rows_from.startswith((LOADED, LOOP))):
+            raise ValueError(f"{type(self).__name__}: rows_from must be 'program_id(AXIS)', "
                              f"'loop:ARGUMENT' or 'load:TABLE'; got {self.rows_from!r}")
+        self.programs_axis = int(program[1]) if program else 0
 
     # --- where the kernel comes from -----------------------------------------------------
 
@@ -146,7 +149,7 @@ class Reproduction(Case):
 
     def launch_rows(self, run: HugeRun) -> int:
         """Programs on the rows axis: one per huge row for a program-id row, else one."""
-        return run.rows if self.by_program else 1
+        return run.rows if self.by_program else 1  # the grid's "rows" axis says how it splits
 
     def checked_slots(self, run: HugeRun) -> list[int]:
         """Row 0, then each checked row (a copy of row 0)."""
@@ -157,7 +160,8 @@ class Reproduction(Case):
         their programs' blocks."""
         if not self.by_program:
             return [0]
-        per = self.launched.rows_per_program if not self.rows_from.startswith(LOOP) else 1
+        per = 1 if self.rows_from.startswith(LOOP) else \
+            self.launched.rows_per_program(self.programs_axis)
         return sorted({row for program in {r // per for r in run.planted_rows}
                        for row in range(program * per, min((program + 1) * per, run.rows))})
 
@@ -170,7 +174,8 @@ class Reproduction(Case):
         planted = [0, *run.poison_rows, *run.check_rows]
         if self.rows_from.startswith(LOOP):
             return planted
-        return sorted({row // self.launched.rows_per_program for row in planted})
+        per = self.launched.rows_per_program(self.programs_axis)
+        return sorted({row // per for row in planted})
 
     def extra_bytes(self, run: HugeRun) -> int:
         """The other tensors; one filled only where programs run costs, in the interpreter,

@@ -107,11 +107,10 @@ class Launch:
         return tuple(-(-rows // per_program(axis)) if isinstance(axis, str) else int(axis)
                      for axis in self.grid)
 
-    @property
-    def rows_per_program(self) -> int:
-        """Rows each program of grid axis 0 takes: N for "rows/N", else 1."""
-        axis = self.grid[0]
-        return per_program(axis) if isinstance(axis, str) else 1
+    def rows_per_program(self, axis: int = 0) -> int:
+        """Rows each program of grid axis ``axis`` takes: N for "rows/N", else 1."""
+        entry = self.grid[axis] if axis < len(self.grid) else 1
+        return per_program(entry) if isinstance(entry, str) else 1
 
 
 def parse(description: Mapping[str, Any], where: str = "the launch") -> Launch:
@@ -204,15 +203,17 @@ def _argument(value: Any, where: str) -> Any:
                       f"string or none; got {value!r}")
 
 
-def from_record(record: Mapping[str, Any], huge: str, loaded: bool) -> Launch:
+def from_record(record: Mapping[str, Any], huge: str, loaded: bool,
+                rows_axis: int = 0) -> Launch:
     """The launch of ``record`` (a kernel specialisation written by ``triton-overflow record``)
     that reaches furthest into tensor ``huge``, described in launch rows.
 
     ``loaded``: the product's row is an index loaded per launch row: the launch rows are the
     programs of grid axis 0, and ``huge``'s rows are slots (``with_slots``). Otherwise the
     rows are ``huge``'s rows (a program id, possibly times a block, or a loop over them):
-    every int argument and first tensor dimension of as many is ``"rows"``, and grid axis 0 is
-    ``"rows"`` when it has as many programs, ``"rows/N"`` when a constexpr N divides them so."""
+    every int argument and first tensor dimension of as many is ``"rows"``, and grid axis
+    ``rows_axis`` is ``"rows"`` when it has as many programs, ``"rows/N"`` when a constexpr N
+    divides them so."""
     launches = [launch for launch in record.get("launches", [])
                 if huge in launch.get("tensors", {})]
     if not launches:
@@ -228,7 +229,7 @@ def from_record(record: Mapping[str, Any], huge: str, loaded: bool) -> Launch:
         raise LaunchError(f"the recorded launches of {record['kernel']} have one row: record a "
                           "launch of at least 2 rows (an odd number, 3 or 5, tells rows from "
                           "other sizes best)")
-    grid = [_grid_axis(axis, rows, record["constexprs"]) if index == 0 else axis
+    grid = [_grid_axis(axis, rows, record["constexprs"]) if index == rows_axis else axis
             for index, axis in enumerate(launch["grid"])]
     while len(grid) > 1 and grid[-1] == 1:
         grid.pop()

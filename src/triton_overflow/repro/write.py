@@ -21,6 +21,7 @@ from pathlib import Path
 from triton_overflow.repro.launch import (LaunchError, described, from_record, read,
                                           with_slots)
 
+PROGRAM = re.compile(r"program_id\([012]\)")
 LOOP = re.compile(r"loop variable over int argument `(\w+)`")
 LOADED = re.compile(r"value loaded from `(\w+)`")
 STRIDE = re.compile(r"int argument `(\w+)`")
@@ -132,7 +133,8 @@ def _launch(finding, launch_file, launches_file, rows_from):
                          f"({finding['kernel_file']}): record a test that launches it")
     huge = _huge(finding)
     record = max(records, key=lambda r: sum(x["count"] for x in r["launches"]))
-    launch = from_record(record, huge, rows_from.startswith("load:"))
+    axis = int(rows_from[11]) if rows_from.startswith("program_id(") else 0
+    launch = from_record(record, huge, rows_from.startswith("load:"), axis)
     return dataclasses.replace(launch, file=finding["kernel_file"])
 
 
@@ -150,9 +152,10 @@ def _row_and_stride(finding):
         parts = set(operand.split(" and "))
         loop = [LOOP.fullmatch(part) for part in parts]
         loaded = [LOADED.fullmatch(part) for part in parts]
-        if rows_from is None and "program_id(0)" in parts and \
-                parts <= {"program_id(0)", "block offsets", "constant"}:
-            rows_from = "program_id(0)"
+        programs = [part for part in parts if PROGRAM.fullmatch(part)]
+        if rows_from is None and len(programs) == 1 and \
+                parts - set(programs) <= {"block offsets", "constant"}:
+            rows_from = programs[0]
         elif rows_from is None and len(parts) == 1 and loop[0]:
             rows_from = f"loop:{loop[0][1]}"
         elif rows_from is None and len(parts) == 1 and loaded[0]:
@@ -161,7 +164,7 @@ def _row_and_stride(finding):
             stride = match[1]
     if rows_from is None:
         raise ReproError(f"`{finding['product']}`: its row is {' and '.join(finding['operands'])}; "
-                         "a reproduction is written for a row that is program_id(0) (times a "
+                         "a reproduction is written for a row that is a program id (times a "
                          "block or not), a loop over an int argument, or one index loaded per "
                          "launch row (write a Case for other rows)")
     return rows_from, stride
