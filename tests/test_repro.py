@@ -192,7 +192,8 @@ def test_rows_of_a_block_a_loop_and_a_helper_of_an_engine_tree(finding, launch, 
 
 
 @pytest.mark.parametrize("arguments, said", [
-    (["src/myengine/softcap.py:3", "--launch", "repro/softcap.toml"], "reports no finding at"),
+    (["src/myengine/softcap.py:3", "--launch", "repro/softcap.toml"],
+     "reports no finding at src/myengine/softcap.py:3; its errors are at lines 18, 20"),
     (["src/myengine/softcap.py:18"], "needs a launch of the kernel"),
     (["softcap.py"], "a finding is FILE:LINE"),
     (["src/myengine/nothing.py:3", "--launch", "repro/softcap.toml"], "no file"),
@@ -203,10 +204,43 @@ def test_bad_input_is_a_usage_error_that_says_why(arguments, said, tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("edit, said", [
+    (("vocab_size = 4096", "vocab = 4096"), "names no argument of _softcap_kernel: vocab; and "
+                                            "leaves out vocab_size"),
+    (("cap = 30.0\n", ""), "leaves out cap"),
+])
+def test_a_launch_must_name_the_kernels_arguments(edit, said, tmp_path):
+    launch = tmp_path / "launch.toml"
+    launch.write_text((ENGINE / "repro" / "softcap.toml").read_text().replace(*edit))
+    result = _cli("repro", "src/myengine/softcap.py:18", "--launch", str(launch), "-o",
+                  str(tmp_path))
+    assert result.returncode == 3 and said in result.stderr, result.stderr
+
+
+def test_a_reproduction_that_cannot_find_the_kernel_fails_and_run_reports_the_verdict(tmp_path):
+    out = tmp_path / "repro"
+    written = _cli("repro", "src/myengine/softcap.py:18", "--launch", "repro/softcap.toml", "-o",
+                   str(out), "--run")
+    assert written.returncode == 0, written.stderr
+    report = (out / "overflow_softcap_kernel_softcap_18.md").read_text()
+    assert "as a reproduction should be: every test of the kernel as shipped fails" in report
+    assert "an i32 product wraps at softcap.py:18: int32 * wraps" in report, report
+    moved = tmp_path / "elsewhere" / "deeper"  # its relative root leads nowhere from here
+    moved.mkdir(parents=True)
+    test = next(out.glob("test_*.py"))
+    (moved / test.name).write_text(test.read_text())
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
+                          "interpreter", str(moved)], cwd=moved, capture_output=True, text=True,
+                         timeout=600, env={k: v for k, v in os.environ.items()
+                                           if k != "TRITON_OVERFLOW_ENGINE_ROOT"})
+    assert ran.returncode == 1 and "4 failed" in ran.stdout, ran.stdout[-2000:]
+    assert "cannot run: it needs the engine's source at" in ran.stdout
+
+
 def test_a_launch_without_the_tensor_the_product_addresses_is_refused(tmp_path):
     launch = tmp_path / "launch.toml"
     launch.write_text((ENGINE / "repro" / "softcap.toml").read_text().replace(
-        "logits = {", "other = {").replace("logits_stride", "logits_stride"))
+        'logits = {shape = ["rows", 4096], dtype = "float32"}', "logits = 0"))
     result = _cli("repro", "src/myengine/softcap.py:18", "--launch", str(launch), "-o",
                   str(tmp_path))
     assert result.returncode == 3 and "has no tensor argument `logits`" in result.stderr

@@ -187,7 +187,10 @@ def _argument(value: Any, where: str) -> Any:
                               f"got {shape!r}")
         dtype = getattr(torch, str(value.get("dtype", "float32")), None)
         if not isinstance(dtype, torch.dtype):
-            raise LaunchError(f"{where}: unknown dtype {value.get('dtype')!r}")
+            known = sorted(name for name, value in vars(torch).items()
+                           if isinstance(value, torch.dtype) and not name.startswith("_"))
+            raise LaunchError(f"{where}: unknown dtype {value.get('dtype')!r}; torch's are "
+                              f"{', '.join(known)}")
         values = value.get("values")
         if values is not None:
             values = tuple(values)
@@ -283,3 +286,17 @@ def with_slots(launch: Launch, huge: str) -> Launch:
         if argument.shape and argument.shape[0] == first:
             arguments[name] = dataclasses.replace(argument, shape=(SLOTS, *argument.shape[1:]))
     return dataclasses.replace(launch, arguments=arguments, slots=first)
+
+
+def check_arguments(launch: Launch, parameters: list[tuple[str, bool]]) -> None:
+    """``LaunchError`` where ``launch`` names an argument the kernel does not take, or leaves
+    out one without a default; ``parameters``: the kernel's (name, has a default)."""
+    names = [name for name, _ in parameters]
+    unknown = [name for name in launch.arguments if name not in names]
+    missing = [name for name, has_default in parameters
+               if not has_default and name not in launch.arguments]
+    problems = ([f"names no argument of {launch.kernel}: {', '.join(unknown)}"] if unknown else []) \
+        + ([f"leaves out {', '.join(missing)}"] if missing else [])
+    if problems:
+        raise LaunchError(f"the launch of {launch.kernel} " + "; and ".join(problems)
+                          + f" (its arguments: {', '.join(names)})")

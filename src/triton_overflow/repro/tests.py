@@ -40,9 +40,9 @@ class ReproductionTests:
                 register(reproduction)
 
         def marks(reproduction, wrap, backend, where, *tier):
-            needs = missing[reproduction.name]
+            if missing[reproduction.name]:
+                return [*tier, pytest.mark.huge]  # the test fails, saying what it needs
             return [*tier, pytest.mark.huge,
-                    pytest.mark.skip(reason=f"needs {needs}") if needs else
                     pytest.mark.needs(_needs(reproduction, wrap, backend, where))]
         interpreted = [pytest.param(r, w, id=f"{r.name}-{w}", marks=marks(
             r, w, INTERPRETER_BACKEND, "Triton's interpreter", pytest.mark.interp))
@@ -69,6 +69,7 @@ def _needs(reproduction, wrap, backend, where):
 def _test_interpreter(self, reproduction, wrap, request):
     """In Triton's interpreter, with every i32 operation checked: no product wraps and every
     checked row gives row 0's output."""
+    _require_source(reproduction)
     outcome = kernel_outcome(reproduction, wrap, INTERPRETER_BACKEND, wrap_check=True)
     _record(request, outcome)
     if not outcome.passed:
@@ -77,11 +78,20 @@ def _test_interpreter(self, reproduction, wrap, request):
 
 def _test_gpu(self, reproduction, wrap, request):
     """On the device, the whole launch: every checked row gives row 0's output, no fault."""
+    _require_source(reproduction)
     outcome = kernel_outcome(reproduction, wrap, GPU_BACKEND)
     _record(request, outcome)
     if not outcome.passed:
         pytest.fail(_failure(reproduction, outcome, f"on the GPU ({BACKENDS[GPU_BACKEND].name})"),
                     pytrace=False)
+
+
+def _require_source(reproduction):
+    """A reproduction that cannot find the engine's kernel fails: skipped, it would look
+    green wherever it is attached."""
+    missing = reproduction.unavailable()
+    if missing:
+        pytest.fail(f"{reproduction.name}: cannot run: it needs {missing}", pytrace=False)
 
 
 def _record(request, outcome):

@@ -18,8 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from triton_overflow.repro.launch import (LaunchError, described, from_record, read,
-                                          with_slots)
+from triton_overflow.repro.launch import (LaunchError, check_arguments, described,
+                                          from_record, read, with_slots)
 
 PROGRAM = re.compile(r"program_id\([012]\)")
 LOOP = re.compile(r"loop variable over int argument `(\w+)`")
@@ -59,11 +59,14 @@ def write(where, launch_file, launches_file, output, findings_file=None, product
     finding = _finding(Path(file), int(line), findings_file, product)
     rows_from, stride = _row_and_stride(finding)
     launch = _launch(finding, launch_file, launches_file, rows_from)
+    parameters = _parameters(Path(finding["kernel_file"]), finding["kernel"])
+    if parameters is not None:
+        check_arguments(launch, parameters)
     attributes = _attributes(finding, launch, output, rows_from, stride)
     output.mkdir(parents=True, exist_ok=True)
     stem = f"{finding['kernel'].strip('_')}_{Path(finding['file']).stem}_{finding['line']}"
     test = output / f"test_overflow_{stem}.py"
-    test.write_text(_test_text(finding, attributes, stem))
+    test.write_text(_test_text(finding, attributes, stem, test.name))
     report = output / f"overflow_{stem}.md"
     report.write_text(_report_text(finding, test, attributes))
     return test, report
@@ -79,21 +82,33 @@ def _finding(file, line, findings_file, product):
     else:
         if not file.is_file():
             raise ReproError(f"no file {file}")
-        findings = _at(_lint(file), file, line, product)
+        report = _lint(file)
+        findings = _at(report, file, line, product)
         package = Path(file.parts[0]) if len(file.parts) > 1 else None
-        if not findings and package is not None and package.is_dir():
+        if not findings and not _elsewhere(report, file, []) and package is not None and \
+                package.is_dir():
             # A jit helper's products are found in the kernels that call it, anywhere.
-            print(f"repro: no kernel of {file} reports a finding at line {line}; checking the "
-                  f"kernels of {package}/ that may call it", file=sys.stderr)
-            findings = _at(_lint(package), file, line, product)
+            print(f"repro: no kernel of {file} reports an error in it; checking the kernels of "
+                  f"{package}/ that may call its helpers", file=sys.stderr)
+            report = _lint(package)
+            findings = _at(report, file, line, product)
     if not findings:
         raise ReproError(f"the static check reports no finding at {file}:{line}"
-                         + (f" with product `{product}`" if product else ""))
+                         + (f" with product `{product}`" if product else "")
+                         + _elsewhere(report, file, "; it has no error"))
     if len({(f["product"], f["kernel"]) for f in findings}) > 1:
         products = ", ".join(f"`{f['product']}` ({f['kernel']})" for f in findings)
         raise ReproError(f"{file}:{line} has {len(findings)} findings: {products}; choose one "
                          "with --product")
     return findings[0]
+
+
+def _elsewhere(report, file, otherwise):
+    """Where ``report`` has errors in ``file``, said; else ``otherwise``."""
+    lines = sorted({f["line"] for k in report.get("kernels", []) for f in k.get("findings", [])
+                    if Path(f["file"]).resolve() == file.resolve()
+                    and f.get("level") == "error"})
+    return f"; its errors are at lines {', '.join(map(str, lines))}" if lines else otherwise
 
 
 def _lint(path):
@@ -136,6 +151,26 @@ def _launch(finding, launch_file, launches_file, rows_from):
     axis = int(rows_from[11]) if rows_from.startswith("program_id(") else 0
     launch = from_record(record, huge, rows_from.startswith("load:"), axis)
     return dataclasses.replace(launch, file=finding["kernel_file"])
+
+
+def _parameters(file, kernel):
+    """(name, has a default) of each parameter of ``kernel`` as ``file`` defines it, or None
+    where it is not a plain ``def`` there."""
+    import ast
+    try:
+        tree = ast.parse(file.read_text())
+    except (OSError, SyntaxError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == kernel:
+            arguments = node.args.posonlyargs + node.args.args
+            defaults = len(node.args.defaults)
+            found = [(a.arg, index >= len(arguments) - defaults)
+                     for index, a in enumerate(arguments)]
+            found += [(a.arg, d is not None) for a, d in zip(node.args.kwonlyargs,
+                                                             node.args.kw_defaults)]
+            return found
+    return None
 
 
 def _huge(finding):
@@ -199,7 +234,7 @@ def _class_name(stem):
     return "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", stem) if part)
 
 
-def _test_text(finding, attributes, stem):
+def _test_text(finding, attributes, stem, test_name):
     name = _class_name(stem)
     body = "\n".join(f"    {key} = {pprint.pformat(value, width=88, sort_dicts=False)}"
                      .replace("\n", "\n" + " " * (len(key) + 7))
@@ -207,11 +242,11 @@ def _test_text(finding, attributes, stem):
     return f'''"""An i32 offset overflow in `{finding["kernel"]}` ({finding["file"]}:{finding["line"]}):
 `{finding["product"]}`.
 
-Written by `triton-overflow repro`. Run it with `python -m pytest {{this file}}` where the
+Written by `triton-overflow repro`. Run it with `python -m pytest {test_name}` where the
 suite is installed (pip install triton-overflow-suite): on a CPU the interpreter tests run,
 on a CUDA GPU the GPU tests too. The kernel is the engine's own, loaded from its source;
 the tensor `{attributes["huge"]}` is taken past 2**31 elements with its highest rows planted as
-copies of row 0 (well under 1 GiB of memory). The tests of the kernel as shipped fail while
+copies of row 0 (the skip reasons state the memory). The tests of the kernel as shipped fail while
 the product wraps, naming the line; the tests of the kernel with the fix pass.
 """
 
@@ -274,11 +309,27 @@ def _report_text(finding, test, attributes):
 
 
 def run(test):
-    """Run the generated tests; their results as a report section."""
+    """Run the generated tests; their results as a report section: each test's verdict, what
+    each failure showed, and whether that is what a reproduction should show."""
     completed = subprocess.run([sys.executable, "-m", "pytest", str(test), "-q", "-rA",
-                                "-p", "no:cacheprovider", "--tb=line"],
+                                "-p", "no:cacheprovider", "--tb=short"],
                                capture_output=True, text=True, cwd=test.parent)
-    lines = [line for line in completed.stdout.splitlines()
-             if line.startswith(("PASSED", "FAILED", "SKIPPED", "ERROR"))]
-    summary = completed.stdout.strip().splitlines()[-1:] or ["(no output)"]
-    return ("\n## Results\n\n```\n" + "\n".join(lines + summary)[-6000:] + "\n```\n")
+    verdicts = [(line.split()[0], line.split()[1].rsplit("::", 1)[-1])
+                for line in completed.stdout.splitlines()
+                if line.startswith(("PASSED", "FAILED", "ERROR")) and len(line.split()) > 1]
+    shown = sorted({match[0] for match in re.finditer(
+        r"(?:as shipped|with the fix), (?:in the interpreter|on the GPU \([^)]*\)): "
+        r"(?:an i32 product wraps at \S+: int32 [^(\n]*|the kernel faults[^\n]{0,80}|"
+        r"a checked row differs[^\n]{0,120})", completed.stdout)})
+    shown = [re.sub(r"\S*/(?=[^/\s]+\.py:\d+)", "", line) for line in shown]
+    wrong = [name for verdict, name in verdicts
+             if (verdict == "FAILED") != ("as-shipped" in name) or verdict == "ERROR"]
+    ran_gpu = any("test_gpu" in name for _, name in verdicts)
+    skipped = completed.stdout.strip().splitlines()[-1:] or ["(no output)"]
+    verdict = ("as a reproduction should be: every test of the kernel as shipped fails, every "
+               "test with the fix passes" if verdicts and not wrong else
+               "NOT as a reproduction should be: " + (", ".join(wrong) or "no test ran"))
+    return "\n".join([
+        "", "## Results", "", f"{verdict}{'' if ran_gpu else ' (no GPU here: GPU tests skipped)'}.",
+        "", "```", *[f"{v} {name}" for v, name in verdicts], *skipped, "```", "",
+        "What the failing tests showed:", "", "```", *(shown or ["(no failure)"]), "```", ""])
