@@ -239,11 +239,26 @@ def test_a_reproduction_that_cannot_find_the_kernel_fails_and_run_reports_the_ve
 
 def test_a_launch_without_the_tensor_the_product_addresses_is_refused(tmp_path):
     launch = tmp_path / "launch.toml"
-    launch.write_text((ENGINE / "repro" / "softcap.toml").read_text().replace(
-        'logits = {shape = ["rows", 4096], dtype = "float32"}', "logits = 0"))
-    result = _cli("repro", "src/myengine/softcap.py:18", "--launch", str(launch), "-o",
+    launch.write_text("""
+kernel = "src/myengine/penalty.py:_count_penalty_kernel"
+rows = 1
+grid = ["rows"]
+[arguments]
+logits = {shape = ["rows", 2048], dtype = "float32"}
+logits_stride = 2048
+counts = 0
+counts_stride = 2048
+slots = {shape = ["rows"], dtype = "int32"}
+penalties = {shape = ["rows"], dtype = "float32"}
+num_rows = "rows"
+vocab_size = 2048
+WIDEN = false
+BLOCK = 1024
+""")
+    result = _cli("repro", "src/myengine/penalty.py:28", "--launch", str(launch), "-o",
                   str(tmp_path))
-    assert result.returncode == 3 and "has no tensor argument `logits`" in result.stderr
+    assert result.returncode == 3 and "has no tensor argument `counts`" in result.stderr, \
+        result.stderr
 
 
 @pytest.mark.parametrize("description, said", [
