@@ -1,11 +1,11 @@
 """An i32 offset overflow in `_fwd_kernel_ep_gather` (vllm/model_executor/layers/fused_moe/deep_gemm_utils.py:400):
 `source_token_index * input_tensor_stride0`.
 
-Written by `triton-overflow repro`. Run it with `python -m pytest {this file}` where the
+Written by `triton-overflow repro`. Run it with `python -m pytest test_overflow_fwd_kernel_ep_gather_deep_gemm_utils_400.py` where the
 suite is installed (pip install triton-overflow-suite): on a CPU the interpreter tests run,
 on a CUDA GPU the GPU tests too. The kernel is the engine's own, loaded from its source;
 the tensor `input_tensor` is taken past 2**31 elements with its highest rows planted as
-copies of row 0 (well under 1 GiB of memory). The tests of the kernel as shipped fail while
+copies of row 0 (the skip reasons state the memory). The tests of the kernel as shipped fail while
 the product wraps, naming the line; the tests of the kernel with the fix pass.
 """
 

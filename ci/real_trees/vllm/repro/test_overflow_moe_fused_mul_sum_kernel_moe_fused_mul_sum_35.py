@@ -1,11 +1,11 @@
 """An i32 offset overflow in `moe_fused_mul_sum_kernel` (vllm/model_executor/layers/fused_moe/moe_fused_mul_sum.py:35):
 `offs_m * stride_m`.
 
-Written by `triton-overflow repro`. Run it with `python -m pytest {this file}` where the
+Written by `triton-overflow repro`. Run it with `python -m pytest test_overflow_moe_fused_mul_sum_kernel_moe_fused_mul_sum_35.py` where the
 suite is installed (pip install triton-overflow-suite): on a CPU the interpreter tests run,
 on a CUDA GPU the GPU tests too. The kernel is the engine's own, loaded from its source;
 the tensor `inputs_ptr` is taken past 2**31 elements with its highest rows planted as
-copies of row 0 (well under 1 GiB of memory). The tests of the kernel as shipped fail while
+copies of row 0 (the skip reasons state the memory). The tests of the kernel as shipped fail while
 the product wraps, naming the line; the tests of the kernel with the fix pass.
 """
 

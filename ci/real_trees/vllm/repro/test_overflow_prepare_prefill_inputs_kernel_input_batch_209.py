@@ -1,11 +1,11 @@
 """An i32 offset overflow in `_prepare_prefill_inputs_kernel` (vllm/v1/worker/gpu/input_batch.py:209):
 `req_state_idx * all_token_ids_stride`.
 
-Written by `triton-overflow repro`. Run it with `python -m pytest {this file}` where the
+Written by `triton-overflow repro`. Run it with `python -m pytest test_overflow_prepare_prefill_inputs_kernel_input_batch_209.py` where the
 suite is installed (pip install triton-overflow-suite): on a CPU the interpreter tests run,
 on a CUDA GPU the GPU tests too. The kernel is the engine's own, loaded from its source;
 the tensor `all_token_ids_ptr` is taken past 2**31 elements with its highest rows planted as
-copies of row 0 (well under 1 GiB of memory). The tests of the kernel as shipped fail while
+copies of row 0 (the skip reasons state the memory). The tests of the kernel as shipped fail while
 the product wraps, naming the line; the tests of the kernel with the fix pass.
 """
 
