@@ -155,39 +155,43 @@ class Reproduction(Case):
         """Row 0, then each checked row (a copy of row 0)."""
         return [0, *run.check_rows]
 
+    @property
+    def rows_per_program(self) -> int:
+        """Rows one program takes on its grid axis: a loop's program visits rows one by one."""
+        if self.rows_from.startswith(LOOP):
+            return 1
+        return self.launched.rows_per_program(self.programs_axis)
+
     def programs_rows(self, run: HugeRun) -> list[int]:
         """The rows the interpreter's programs touch: the planted rows, and the other rows of
         their programs' blocks."""
         if not self.by_program:
             return [0]
-        per = 1 if self.rows_from.startswith(LOOP) else \
-            self.launched.rows_per_program(self.programs_axis)
+        per = self.rows_per_program
         return sorted({row for program in {r // per for r in run.planted_rows}
                        for row in range(program * per, min((program + 1) * per, run.rows))})
 
     def programs(self, run: HugeRun) -> list[int]:
-        """Axis-0 programs the interpreter runs: those of the planted rows (a row's program
-        is the row over the rows a program takes; in a loop over the rows, the interpreter
-        maps each row to the program whose grid-stride loop visits it), or the one."""
+        """Programs the interpreter runs on the rows' grid axis: those of the planted rows (a
+        row's program is the row over the rows a program takes; in a loop over the rows, the
+        interpreter maps each row to the program whose grid-stride loop visits it), or the
+        one."""
         if not self.by_program:
             return [0]
-        planted = [0, *run.poison_rows, *run.check_rows]
-        if self.rows_from.startswith(LOOP):
-            return planted
-        per = self.launched.rows_per_program(self.programs_axis)
-        return sorted({row // per for row in planted})
+        return sorted({row // self.rows_per_program for row in run.planted_rows})
 
     def extra_bytes(self, run: HugeRun) -> int:
         """The other tensors; one filled only where programs run costs, in the interpreter,
         only those rows."""
         rows, copies = self.launch_rows(run), 1 if self.by_program else 2
+        touched = len(self.programs_rows(run))
         total = 0
         for name, tensor in self.launched.tensors.items():
-            nbytes = tensor.nbytes(rows, run.rows)
             if name == self.huge:
                 continue
-            if run.interpreted and nbytes > LAZY_BYTES and tensor.dim_of(ROWS) is not None:
-                nbytes = nbytes * len(self.programs_rows(run)) // rows
+            nbytes = tensor.nbytes(rows, run.rows)
+            if run.interpreted and _filled_where_programs_run(tensor, rows, run.rows):
+                nbytes = nbytes * touched // rows
             total += copies * nbytes
         return total + 2**20
 
@@ -195,6 +199,7 @@ class Reproduction(Case):
         """Every argument: the huge tensor, the row stride, and the rest as described, each
         tensor's rows and slots copies of its first."""
         rows = self.launch_rows(run)
+        touched = self.programs_rows(run)
         generator = torch.Generator().manual_seed(INPUT_SEED)
         values: dict[str, Any] = {}
         for name, argument in self.launched.arguments.items():
@@ -202,7 +207,7 @@ class Reproduction(Case):
                 values[name] = huge
             elif isinstance(argument, TensorArgument):
                 values[name] = _tensor(argument, self.launched, rows, run.rows, generator,
-                                       run.device, self.programs_rows(run))
+                                       run.device, touched)
             elif name == self.stride:
                 values[name] = run.row_stride
             else:
@@ -341,6 +346,11 @@ def _width(huge: TensorArgument) -> int:
 LAZY_BYTES = 2**26  # per-row inputs larger than this are filled only where programs run
 
 
+def _filled_where_programs_run(argument: TensorArgument, rows: int, slots: int) -> bool:
+    """Whether a per-row input is as large as to be filled only at the rows programs touch."""
+    return argument.dim_of(ROWS) is not None and argument.nbytes(rows, slots) > LAZY_BYTES
+
+
 def _tensor(argument: TensorArgument, launch: Launch, rows: int, slots: int,
             generator: torch.Generator, device: torch.device,
             touched: list[int]) -> torch.Tensor:
@@ -363,9 +373,9 @@ def _tensor(argument: TensorArgument, launch: Launch, rows: int, slots: int,
         if dim is not None:
             tensor = tensor.narrow(dim, 0, 1)
     sized = argument.sized(rows, slots)
-    rows_dim = argument.dim_of(ROWS)
-    if argument.nbytes(rows, slots) <= LAZY_BYTES or rows_dim is None:
+    if not _filled_where_programs_run(argument, rows, slots):
         return tensor.expand(sized).contiguous().to(device)
+    rows_dim = argument.dim_of(ROWS)
     if device.type == "cpu":
         full = torch.empty(sized, dtype=argument.dtype)  # fresh pages: mapped when touched
     else:
