@@ -115,6 +115,68 @@ def double_tokens_kernel(x_ptr, stride_m, M, N, BLOCK_M: tl.constexpr, BLOCK_N: 
     tl.store(ptrs, tl.load(ptrs, mask=mask) * 2.0, mask=mask)
 """
 
+LOADED_ROWS = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gather_draft_rows_kernel(out_ptr, cu_num_tokens_ptr, probs_ptr, vocab_size,
+                             BLOCK: tl.constexpr):
+    req = tl.program_id(0)
+    start = 0 if req == 0 else tl.load(cu_num_tokens_ptr + req - 1)
+    end = tl.load(cu_num_tokens_ptr + req)
+    pos = tl.program_id(1)
+    if pos < end - start:
+        token = start + pos
+        cols = tl.arange(0, BLOCK)
+        probs = tl.load(probs_ptr + token * vocab_size + cols, mask=cols < vocab_size)
+        tl.store(out_ptr + token, tl.max(probs, axis=0))
+
+
+@triton.jit
+def scatter_expert_rows_kernel(x_ptr, weight_ptrs, out_ptr, token_ids_ptr, stride_om, N,
+                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    weight = tl.load(weight_ptrs + tl.program_id(1)).to(tl.pointer_type(tl.float32))
+    tokens = tl.load(token_ids_ptr + tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M))
+    cols = tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + tokens)
+    w = tl.load(weight + cols, mask=cols < N)
+    tl.store(out_ptr + tokens[:, None] * stride_om + cols[None, :], x[:, None] * w[None, :],
+             mask=cols[None, :] < N)
+"""
+
+OFFSETS_LAUNCH = """
+kernel = "kernels/loaded.py:gather_draft_rows_kernel"
+rows = 2
+slots = 4
+grid = ["rows", 2]
+[arguments]
+out_ptr = {shape = ["slots"], dtype = "float32"}
+cu_num_tokens_ptr = {shape = ["rows"], dtype = "int32", values = ["slot", "slot + 1"]}
+probs_ptr = {shape = ["slots", 4096], dtype = "float32"}
+vocab_size = 4096
+BLOCK = 4096
+"""
+
+POINTER_TABLE_LAUNCH = """
+kernel = "kernels/loaded.py:scatter_expert_rows_kernel"
+rows = 1
+slots = 4
+grid = [1, 1]
+[arguments]
+x_ptr = {shape = ["slots"], dtype = "float32"}
+weight_ptrs = {pointers = ["weight"]}
+out_ptr = {shape = ["slots", 4096], dtype = "float32"}
+token_ids_ptr = {shape = [16], dtype = "int32"}
+stride_om = 4096
+N = 4096
+BLOCK_M = 16
+BLOCK_N = 4096
+[pointees]
+weight = {shape = [4096], dtype = "float32"}
+"""
+
 AXIS_1_ROWS_LAUNCH = """
 kernel = "kernels/blocks.py:double_tokens_kernel"
 rows = 64
@@ -168,25 +230,32 @@ BLOCK = 128
 """
 
 
-@pytest.mark.parametrize("finding, launch", [
-    ("kernels/blocks.py:11", BLOCK_ROWS_LAUNCH),
-    ("kernels/blocks.py:19", LOOP_ROWS_LAUNCH),
-    ("kernels/blocks.py:28", AXIS_1_ROWS_LAUNCH),
-    ("myengine/ops/helpers.py:6", ENGINE_HELPER_LAUNCH),
-], ids=["block-of-rows", "persistent-loop", "block-on-grid-axis-1", "helper-in-an-engine-tree"])
-def test_rows_of_a_block_a_loop_and_a_helper_of_an_engine_tree(finding, launch, tmp_path):
+@pytest.mark.parametrize("finding, launch, options", [
+    ("kernels/blocks.py:11", BLOCK_ROWS_LAUNCH, []),
+    ("kernels/blocks.py:19", LOOP_ROWS_LAUNCH, []),
+    ("kernels/blocks.py:28", AXIS_1_ROWS_LAUNCH, []),
+    ("myengine/ops/helpers.py:6", ENGINE_HELPER_LAUNCH, []),
+    ("kernels/loaded.py:15", OFFSETS_LAUNCH, []),
+    ("kernels/loaded.py:27", POINTER_TABLE_LAUNCH, ["--rows-from", "load:token_ids_ptr"]),
+], ids=["block-of-rows", "persistent-loop", "block-on-grid-axis-1", "helper-in-an-engine-tree",
+        "offset-plus-position", "block-of-loaded-rows-and-a-table-of-addresses"])
+def test_rows_of_a_block_a_loop_an_offset_and_a_helper_of_an_engine_tree(finding, launch,
+                                                                         options, tmp_path):
     """A program's block of rows (`pid * BLOCK_M + arange`, on grid axis 0 or 1), a persistent
-    loop over the rows, and a helper's product under the kernel that calls it, in an engine
-    whose package init fails and whose Triton comes through its own wrapper."""
+    loop over the rows, a request's offset from a cumulative table plus a position, a block of
+    loaded rows with a weight reached through a table of addresses, and a helper's product
+    under the kernel that calls it, in an engine whose package init fails and whose Triton
+    comes through its own wrapper."""
     from tests.test_lint_tree import ENGINE as ENGINE_TREE
     tree = tmp_path / "tree"
-    for path, text in {**ENGINE_TREE, "kernels/blocks.py": BLOCK_ROWS}.items():
+    for path, text in {**ENGINE_TREE, "kernels/blocks.py": BLOCK_ROWS,
+                       "kernels/loaded.py": LOADED_ROWS}.items():
         (tree / path).parent.mkdir(parents=True, exist_ok=True)
         (tree / path).write_text(textwrap.dedent(text).lstrip())
     (tmp_path / "launch.toml").write_text(launch)
     out = tmp_path / "repro"
     written = _cli("repro", finding, "--launch", str(tmp_path / "launch.toml"), "-o", str(out),
-                   cwd=tree)
+                   *options, cwd=tree)
     assert written.returncode == 0, written.stderr
     _assert_shipped_fails_and_widened_passes(out, [finding])
 
@@ -270,7 +339,35 @@ BLOCK = 1024
       "arguments": {"x": {"shape": ["rows", 3], "dtype": "float99"}}}, "unknown dtype"),
     ({"kernel": "k.py:k", "rows": 2, "grid": ["rows"],
       "arguments": {"x": {"shape": [3], "dtype": "int32", "values": [1, 2]}}}, "do not fill"),
+    ({"kernel": "k.py:k", "rows": 2, "grid": ["rows"],
+      "arguments": {"x": {"shape": ["rows"], "dtype": "int32", "values": ["slot * 2", 1]}}},
+     "\"slot\", \"slot \\+ N\" or \"slot - N\""),
+    ({"kernel": "k.py:k", "rows": 1, "grid": ["rows"],
+      "arguments": {"x": {"shape": ["rows"], "dtype": "int32"}, "w": {"pointers": ["a"]}}},
+     "points at a, not described under `pointees`"),
+    ({"kernel": "k.py:k", "rows": 1, "grid": ["rows"],
+      "arguments": {"x": {"shape": ["rows"], "dtype": "int32"},
+                    "w": {"pointers": ["a"], "dtype": "float32"}},
+      "pointees": {"a": {"shape": [4], "dtype": "float32"}}}, "uint64 or int64"),
+    ({"kernel": "k.py:k", "rows": 1, "grid": ["rows"],
+      "arguments": {"x": {"shape": ["rows"], "dtype": "int32"}, "w": {"pointers": ["a"]}},
+      "pointees": {"a": {"shape": ["slots"], "dtype": "float32"}}}, "a tensor of fixed shape"),
 ])
 def test_launch_descriptions_are_checked(description, said):
     with pytest.raises(LaunchError, match=said):
         parse(description)
+
+
+def test_a_table_of_offsets_places_the_slot_and_describes_itself_back():
+    from triton_overflow.repro.launch import described
+    description = {"kernel": "k.py:k", "rows": 2, "grid": ["rows"], "arguments": {
+        "cu": {"shape": ["rows"], "dtype": "int32", "values": ["slot", "slot + 1"]},
+        "starts": {"shape": ["rows"], "dtype": "int32", "values": [0, "slot - 3"]},
+        "w": {"pointers": ["a", "b"], "dtype": "uint64"}},
+        "pointees": {"a": {"shape": [4], "dtype": "float32"},
+                     "b": {"shape": [2, 2], "dtype": "bfloat16"}}}
+    launch = parse(description)
+    assert launch.tensors["cu"].places_slot and launch.tensors["cu"].values_at(14135) == \
+        [14135, 14136]
+    assert launch.tensors["starts"].values_at(10) == [0, 7]
+    assert described(launch) == description

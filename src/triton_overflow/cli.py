@@ -140,6 +140,10 @@ def parser():
                        help="the lint's JSON report to read the finding from (default: run the "
                        "lint on FILE)")
     repro.add_argument("--product", help="which product, where the line has several")
+    repro.add_argument("--rows-from", metavar="SOURCE",
+                       help="where the product's row comes from in this launch, where the "
+                       "finding describes another variant of the kernel (flags pick another "
+                       "path): program_id(AXIS), loop:ARGUMENT or load:TABLE")
     repro.add_argument("-o", "--output", default="overflow-repro", metavar="DIR",
                        help="where to write the test and the report (default: overflow-repro)")
     repro.add_argument("--run", action="store_true",

@@ -50,8 +50,8 @@ def only_programs(axis0_ids, axis=0):
     """
     compat.require_interpreter()
     per_kernel = axis0_ids if isinstance(axis0_ids, dict) else None
-    selections = {name: sorted({int(i) for i in ids})
-                  for name, ids in (per_kernel or {None: axis0_ids}).items()}
+    listed = per_kernel if per_kernel is not None else {None: axis0_ids}
+    selections = {name: sorted({int(i) for i in ids}) for name, ids in listed.items()}
     for name, ids in selections.items():
         if not ids or ids[0] < 0:
             raise ValueError(f"program ids of {name or 'every kernel'} must be non-negative and "

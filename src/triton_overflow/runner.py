@@ -28,6 +28,7 @@ from triton_overflow.twin import load_twin
 
 PLANT_SEED = 20260
 POISON_SEED = 7919
+CASE_TIME_LIMIT = 900  # seconds a huge case's child may run before it is killed
 
 
 def layout_for(case, wrap):
@@ -209,7 +210,7 @@ def run_huge(case, wrap, backend, twin=False, wrap_check=False, widening=None, e
 
     def run_child(child_env):
         return run_isolated("triton_overflow.runner:run_case", arguments, mode=execution,
-                            env=child_env, timeout=900)
+                            env=child_env, timeout=CASE_TIME_LIMIT)
     if execution == INTERPRETER:
         outcome = run_child(env)
     else:

@@ -69,6 +69,9 @@ class Reproduction(Case):
     launch_description: ClassVar[dict[str, Any]]
     # Planted float rows hold this share of NaNs, for a kernel whose output counts them.
     nan_fraction: ClassVar[float] = 0.0
+    # The slowest test of each tier ("interpreter", "gpu"), in seconds, where it was written
+    # (``triton-overflow repro --run``): its skip reasons state it.
+    seconds: ClassVar[dict[str, float]] = {}
 
     def __init__(self, widened: bool = False) -> None:
         self.widened = widened
@@ -147,9 +150,20 @@ class Reproduction(Case):
     def table(self) -> str:
         return self.rows_from.removeprefix(LOADED)
 
+    @property
+    def offsets_table(self) -> bool:
+        """Whether the row's table holds offsets whose values place the slot (a cumulative
+        count of tokens per request), rather than the row itself."""
+        table = self.launched.tensors.get(self.table)
+        return not self.by_program and table is not None and table.places_slot
+
     def launch_rows(self, run: HugeRun) -> int:
-        """Programs on the rows axis: one per huge row for a program-id row, else one."""
-        return run.rows if self.by_program else 1  # the grid's "rows" axis says how it splits
+        """Launch rows: one per huge row for a program-id row (the grid's "rows" axis says
+        how they split into programs); the described ones for a table of offsets (the slot
+        checked is a later request's); else one."""
+        if self.by_program:
+            return run.rows
+        return self.launched.rows if self.offsets_table else 1
 
     def checked_slots(self, run: HugeRun) -> list[int]:
         """Row 0, then each checked row (a copy of row 0)."""
@@ -171,13 +185,13 @@ class Reproduction(Case):
         return sorted({row for program in {r // per for r in run.planted_rows}
                        for row in range(program * per, min((program + 1) * per, run.rows))})
 
-    def programs(self, run: HugeRun) -> list[int]:
+    def programs(self, run: HugeRun) -> list[int] | dict[str, list[int]]:
         """Programs the interpreter runs on the rows' grid axis: those of the planted rows (a
         row's program is the row over the rows a program takes; in a loop over the rows, the
-        interpreter maps each row to the program whose grid-stride loop visits it), or the
-        one."""
+        interpreter maps each row to the program whose grid-stride loop visits it), or, for a
+        loaded row, every program of its small launches (no kernel named: each runs whole)."""
         if not self.by_program:
-            return [0]
+            return {}
         return sorted({row // self.rows_per_program for row in run.planted_rows})
 
     def extra_bytes(self, run: HugeRun) -> int:
@@ -193,7 +207,8 @@ class Reproduction(Case):
             if run.interpreted and _filled_where_programs_run(tensor, rows, run.rows):
                 nbytes = nbytes * touched // rows
             total += copies * nbytes
-        return total + 2**20
+        pointees = sum(tensor.nbytes(rows, run.rows) for tensor in self.launched.pointees.values())
+        return total + pointees + 2**20
 
     def prepare(self, huge: torch.Tensor, run: HugeRun) -> dict[str, Any]:
         """Every argument: the huge tensor, the row stride, and the rest as described, each
@@ -201,10 +216,15 @@ class Reproduction(Case):
         rows = self.launch_rows(run)
         touched = self.programs_rows(run)
         generator = torch.Generator().manual_seed(INPUT_SEED)
+        pointees = {name: _tensor(argument, self.launched, rows, run.rows, generator,
+                                  run.device, touched)
+                    for name, argument in self.launched.pointees.items()}
         values: dict[str, Any] = {}
         for name, argument in self.launched.arguments.items():
             if name == self.huge:
                 values[name] = huge
+            elif isinstance(argument, TensorArgument) and argument.pointers is not None:
+                values[name] = _addresses(argument, pointees, run.device)
             elif isinstance(argument, TensorArgument):
                 values[name] = _tensor(argument, self.launched, rows, run.rows, generator,
                                        run.device, touched)
@@ -214,9 +234,9 @@ class Reproduction(Case):
                 values[name] = self.launched.scalar(name, rows, run.rows)
         if not self.by_program:
             table = values.get(self.table)
-            if not isinstance(table, torch.Tensor) or table.numel() != 1:
-                raise ValueError(f"{self.name}: rows_from {self.rows_from!r} must name a tensor "
-                                 "argument of shape [\"rows\"], one index per launch row")
+            if not isinstance(table, torch.Tensor) or table.is_floating_point():
+                raise ValueError(f"{self.name}: rows_from {self.rows_from!r} must name an int "
+                                 "tensor argument, the table the row is loaded from")
         return values
 
     def launch(self, kernels: ModuleType, huge: torch.Tensor, run: HugeRun, /,
@@ -234,7 +254,12 @@ class Reproduction(Case):
         for slot in self.checked_slots(run):
             arguments = {name: value.clone() if isinstance(value, torch.Tensor) and
                          name != self.huge else value for name, value in values.items()}
-            arguments[self.table].fill_(slot)
+            table = arguments[self.table]
+            if self.offsets_table:
+                placed = self.launched.tensors[self.table].values_at(slot)
+                table.copy_(torch.tensor(placed).reshape(table.shape))
+            else:
+                table.fill_(slot)
             jit[grid](**arguments)
             launched.append((slot, arguments))
         return launched
@@ -360,7 +385,7 @@ def _tensor(argument: TensorArgument, launch: Launch, rows: int, slots: int,
     runs only the programs of those rows), on a device it is zeros."""
     shape = argument.sized(launch.rows, launch.described_slots)
     if argument.values is not None:
-        tensor = torch.tensor(argument.values, dtype=torch.float64).reshape(shape).to(
+        tensor = torch.tensor(argument.values_at(0), dtype=torch.float64).reshape(shape).to(
             argument.dtype)
     elif argument.fill is not None:
         tensor = torch.full(shape, argument.fill, dtype=argument.dtype)
@@ -368,11 +393,11 @@ def _tensor(argument: TensorArgument, launch: Launch, rows: int, slots: int,
         tensor = torch.randn(shape, generator=generator).to(argument.dtype)
     else:
         tensor = torch.zeros(shape, dtype=argument.dtype)
+    sized = argument.sized(rows, slots)
     for symbol in (ROWS, SLOTS):
         dim = argument.dim_of(symbol)
-        if dim is not None:
+        if dim is not None and tensor.shape[dim] != sized[dim]:  # resized: copies of the first
             tensor = tensor.narrow(dim, 0, 1)
-    sized = argument.sized(rows, slots)
     if not _filled_where_programs_run(argument, rows, slots):
         return tensor.expand(sized).contiguous().to(device)
     rows_dim = argument.dim_of(ROWS)
@@ -385,6 +410,15 @@ def _tensor(argument: TensorArgument, launch: Launch, rows: int, slots: int,
         full.narrow(rows_dim, row, 1).copy_(first.narrow(rows_dim, 0, 1).expand_as(
             full.narrow(rows_dim, row, 1)))
     return full
+
+
+def _addresses(table: TensorArgument, pointees: dict[str, torch.Tensor],
+               device: torch.device) -> torch.Tensor:
+    """A table of the addresses of its pointees, which it keeps alive."""
+    addresses = torch.tensor([pointees[name].data_ptr() for name in table.pointers or ()],
+                             dtype=table.dtype, device=device)
+    addresses.pointees = [pointees[name] for name in table.pointers or ()]  # type: ignore[attr-defined]
+    return addresses
 
 
 def _with_fix(module: ModuleType, path: Path, kernel: str, fix: dict[str, Any],

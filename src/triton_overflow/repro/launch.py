@@ -20,8 +20,16 @@ zero. ``"rows"`` in a shape, the grid or an int argument is the number of launch
 table: the tensor a finding's product addresses, and every table indexed by the same slot);
 a reproduction sets both. Every other number is kept as described; the string "None" passes
 None (TOML has no null).
+
+Where the row is loaded, the table it is loaded from is filled with the slot checked (0 in
+the launch that reads row 0); where that table holds offsets rather than the row itself (a
+cumulative count of tokens per request, say), its ``values`` say where the slot goes:
+``values = ["slot", "slot + 1"]`` puts the second request's tokens at the slot checked, a launch
+of ``rows = 2`` requests. A table of addresses (``{pointers = ["lora_a"]}``, uint64) holds the
+addresses of tensors the kernel reaches only through it, described under ``[pointees]``.
 """
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping
@@ -38,6 +46,8 @@ SYMBOLS = (ROWS, SLOTS)
 
 
 _GRID_ROWS = re.compile(r"rows(/[1-9][0-9]*)?")
+SLOT = "slot"
+_SLOT_VALUE = re.compile(r"slot(?:\s*([+-])\s*([0-9]+))?")
 
 
 def per_program(axis: str) -> int:
@@ -53,8 +63,26 @@ class LaunchError(ValueError):
 class TensorArgument:
     shape: tuple[int | str, ...]
     dtype: torch.dtype
-    values: tuple[float, ...] | None = None
+    values: tuple[float | str, ...] | None = None  # a str: "slot", "slot + N", "slot - N"
     fill: float | None = None
+    pointers: tuple[str, ...] | None = None  # a table of the addresses of these pointees
+
+    @property
+    def places_slot(self) -> bool:
+        """Whether the values say where the slot checked goes (a table of offsets)."""
+        return any(isinstance(value, str) for value in self.values or ())
+
+    def values_at(self, slot: int) -> list[float]:
+        """The values, each "slot" expression evaluated at ``slot``."""
+        evaluated = []
+        for value in self.values or ():
+            if isinstance(value, str):
+                match = _SLOT_VALUE.fullmatch(value.strip())
+                assert match, value  # parse checked it
+                offset = int(match[2] or 0)
+                value = slot - offset if match[1] == "-" else slot + offset
+            evaluated.append(value)
+        return evaluated
 
     def dim_of(self, symbol: str) -> int | None:
         """The dimension sized by ``symbol`` ("rows" or "slots"), or None."""
@@ -87,6 +115,7 @@ class Launch:
     grid: tuple[int | str, ...]
     arguments: Mapping[str, Any]  # name -> TensorArgument, TritonDtype, int, float, bool, None
     slots: int = 0  # table rows of the launch described; 0: as many as its rows
+    pointees: Mapping[str, TensorArgument] = dataclasses.field(default_factory=dict)
 
     @property
     def described_slots(self) -> int:
@@ -141,7 +170,24 @@ def parse(description: Mapping[str, Any], where: str = "the launch") -> Launch:
                  for key, value in raw.items()}
     if not any(isinstance(v, TensorArgument) for v in arguments.values()):
         raise LaunchError(f"{where}: no argument is a tensor ({{shape = [...], dtype = ...}})")
-    return Launch(file, name, rows, tuple(grid), arguments, slots)
+    raw_pointees = description.get("pointees", {})
+    if not isinstance(raw_pointees, Mapping):
+        raise LaunchError(f"{where}: `pointees` must map each tensor a table of addresses "
+                          "points at to its description")
+    pointees = {str(key): _argument(value, f"{where}: pointee `{key}`")
+                for key, value in raw_pointees.items()}
+    for key, value in pointees.items():
+        if not isinstance(value, TensorArgument) or value.pointers or \
+                set(value.shape) & set(SYMBOLS) or value.places_slot:
+            raise LaunchError(f"{where}: pointee `{key}` must be a tensor of fixed shape")
+    for key, value in arguments.items():
+        unknown = [name for name in (getattr(value, "pointers", None) or ())
+                   if name not in pointees]
+        if unknown:
+            raise LaunchError(f"{where}: argument `{key}` points at {', '.join(unknown)}, not "
+                              f"described under `pointees` (described: "
+                              f"{', '.join(pointees) or 'none'})")
+    return Launch(file, name, rows, tuple(grid), arguments, slots, pointees)
 
 
 def read(path: str | Path) -> Launch:
@@ -156,29 +202,46 @@ def read(path: str | Path) -> Launch:
 
 def described(launch: Launch) -> dict[str, Any]:
     """The description of ``launch``: what ``parse`` reads back."""
-    arguments: dict[str, Any] = {}
-    for name, value in launch.arguments.items():
-        if isinstance(value, TensorArgument):
-            entry: dict[str, Any] = {"shape": list(value.shape),
-                                     "dtype": str(value.dtype).removeprefix("torch.")}
-            if value.values is not None:
-                entry["values"] = list(value.values)
-            if value.fill is not None:
-                entry["fill"] = value.fill
-            arguments[name] = entry
-        elif isinstance(value, TritonDtype):
-            arguments[name] = {"dtype": value.name}
-        else:
-            arguments[name] = value
+    arguments = {name: _described_value(value) for name, value in launch.arguments.items()}
     head = {"kernel": f"{launch.file}:{launch.kernel}", "rows": launch.rows}
     if launch.slots:
         head["slots"] = launch.slots
-    return {**head, "grid": list(launch.grid), "arguments": arguments}
+    pointees = {"pointees": {name: _described_value(value)
+                             for name, value in launch.pointees.items()}} \
+        if launch.pointees else {}
+    return {**head, "grid": list(launch.grid), "arguments": arguments, **pointees}
+
+
+def _described_value(value: Any) -> Any:
+    if isinstance(value, TritonDtype):
+        return {"dtype": value.name}
+    if not isinstance(value, TensorArgument):
+        return value
+    entry: dict[str, Any] = {"dtype": str(value.dtype).removeprefix("torch.")}
+    if value.pointers is not None:
+        return {"pointers": list(value.pointers), **entry}
+    entry = {"shape": list(value.shape), **entry}
+    if value.values is not None:
+        entry["values"] = list(value.values)
+    if value.fill is not None:
+        entry["fill"] = value.fill
+    return entry
 
 
 def _argument(value: Any, where: str) -> Any:
     if isinstance(value, Mapping) and "shape" not in value and set(value) == {"dtype"}:
         return TritonDtype(str(value["dtype"]))
+    if isinstance(value, Mapping) and "pointers" in value:
+        pointers = value["pointers"]
+        if not isinstance(pointers, (list, tuple)) or not pointers or \
+                not all(isinstance(name, str) for name in pointers) or \
+                set(value) - {"pointers", "dtype"}:
+            raise LaunchError(f"{where}: a table of addresses is {{pointers = [\"pointee\", "
+                              f"...]}}, naming tensors under `pointees`; got {dict(value)!r}")
+        dtype = {"uint64": torch.uint64, "int64": torch.int64}.get(value.get("dtype", "uint64"))
+        if dtype is None:
+            raise LaunchError(f"{where}: a table of addresses is uint64 or int64")
+        return TensorArgument((len(pointers),), dtype, pointers=tuple(pointers))
     if isinstance(value, Mapping):
         shape = value.get("shape")
         if not isinstance(shape, (list, tuple)) or not all(
@@ -194,6 +257,12 @@ def _argument(value: Any, where: str) -> Any:
         values = value.get("values")
         if values is not None:
             values = tuple(values)
+            wrong = [each for each in values if isinstance(each, str) and
+                     not _SLOT_VALUE.fullmatch(each.strip()) or
+                     not isinstance(each, (str, int, float))]
+            if wrong:
+                raise LaunchError(f"{where}: a value is a number, or \"slot\", \"slot + N\" "
+                                  f"or \"slot - N\" in a table of offsets; got {wrong[0]!r}")
             expected = math.prod(1 if dim in SYMBOLS else dim for dim in shape)
             if len(values) % max(expected, 1):
                 raise LaunchError(f"{where}: {len(values)} values do not fill shape {shape}")
@@ -276,14 +345,13 @@ def _tuple(values: Any) -> tuple[Any, ...] | None:
 def with_slots(launch: Launch, huge: str) -> Launch:
     """``launch`` with the rows of tensor ``huge`` named ``"slots"``, and the first dimension
     of every other tensor of as many rows (tables indexed by the same slot)."""
-    import dataclasses
     tensor = launch.tensors[huge]
     first = tensor.shape[0] if tensor.shape else None
     if not isinstance(first, int):
         return launch
     arguments = dict(launch.arguments)
     for name, argument in launch.tensors.items():
-        if argument.shape and argument.shape[0] == first:
+        if argument.shape and argument.shape[0] == first and argument.pointers is None:
             arguments[name] = dataclasses.replace(argument, shape=(SLOTS, *argument.shape[1:]))
     return dataclasses.replace(launch, arguments=arguments, slots=first)
 

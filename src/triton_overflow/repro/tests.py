@@ -58,12 +58,16 @@ class ReproductionTests:
 
 
 def _needs(reproduction, wrap, backend, where):
-    from triton_overflow.runner import bytes_needed, planned_run
-    run = planned_run(reproduction, wrap, "cpu", backend == INTERPRETER_BACKEND)
+    from triton_overflow.runner import CASE_TIME_LIMIT, bytes_needed, planned_run
+    interpreted = backend == INTERPRETER_BACKEND
+    run = planned_run(reproduction, wrap, "cpu", interpreted)
     mib = bytes_needed(reproduction, run, backend) / 2**20
-    return (f"{where} and {mib:,.0f} MiB of memory for a [{run.rows:,}, {run.width:,}] "
+    took = reproduction.seconds.get("interpreter" if interpreted else "gpu")
+    time = (f"about {took:.0f} s (measured where it was written)" if took is not None else
+            f"at most {CASE_TIME_LIMIT} s (its limit; `triton-overflow repro --run` measures it)")
+    return (f"{where}, {mib:,.0f} MiB of memory for a [{run.rows:,}, {run.width:,}] "
             f"`{reproduction.huge}` (stride {run.row_stride:,}) of which it touches "
-            f"{len(run.planted_rows)} rows")
+            f"{len(run.planted_rows)} rows, and {time}")
 
 
 def _test_interpreter(self, reproduction, wrap, request):

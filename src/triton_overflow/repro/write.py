@@ -24,6 +24,8 @@ from triton_overflow.repro.launch import (LaunchError, check_arguments, describe
 PROGRAM = re.compile(r"program_id\([012]\)")
 LOOP = re.compile(r"loop variable over int argument `(\w+)`")
 LOADED = re.compile(r"value loaded from `(\w+)`")
+ROWS_FROM = re.compile(r"program_id\([012]\)|(loop|load):\w+")
+POSITION = re.compile(r"program_id\([012]\)|loop variable over .*|block offsets|constant")
 STRIDE = re.compile(r"int argument `(\w+)`")
 
 
@@ -35,15 +37,18 @@ def main(args):
     """The ``repro`` command; the exit code (0 written, 3 a usage error)."""
     try:
         written = write(args.finding, args.launch, args.launches, Path(args.output),
-                        args.findings, args.product)
+                        args.findings, args.product, args.rows_from)
     except (ReproError, LaunchError) as error:
         print(f"repro: {error}", file=sys.stderr)
         return 3
     test, report = written
     print(f"repro: wrote {test} and {report}")
     if args.run:
-        results = run(test)
+        results, seconds = run(test)
         report.write_text(report.read_text() + results)
+        if seconds:
+            test.write_text(test.read_text().replace("\n    seconds = {}\n",
+                                                     f"\n    seconds = {seconds!r}\n", 1))
         print(results)
     else:
         print(f"repro: run it with `python -m pytest {test}`; `--run` runs it and adds the "
@@ -51,13 +56,19 @@ def main(args):
     return 0
 
 
-def write(where, launch_file, launches_file, output, findings_file=None, product=None):
-    """(test file, report file) for the finding at ``where`` (``file:line``)."""
+def write(where, launch_file, launches_file, output, findings_file=None, product=None,
+          rows_from=None):
+    """(test file, report file) for the finding at ``where`` (``file:line``); ``rows_from``,
+    where given, says where the product's row comes from instead of the finding's operands."""
     file, _, line = where.rpartition(":")
     if not file or not line.isdigit():
         raise ReproError(f"a finding is FILE:LINE (as the static check prints it); got {where!r}")
+    if rows_from is not None and not ROWS_FROM.fullmatch(rows_from):
+        raise ReproError(f"--rows-from is program_id(AXIS), loop:ARGUMENT or load:TABLE; got "
+                         f"{rows_from!r}")
     finding = _finding(Path(file), int(line), findings_file, product)
-    rows_from, stride = _row_and_stride(finding)
+    inferred, stride = _row_and_stride(finding, required=rows_from is None)
+    rows_from = rows_from or inferred
     launch = _launch(finding, launch_file, launches_file, rows_from)
     parameters = _parameters(Path(finding["kernel_file"]), finding["kernel"])
     if parameters is not None:
@@ -180,28 +191,32 @@ def _huge(finding):
     return finding["tensors"][0]
 
 
-def _row_and_stride(finding):
-    """(rows_from, stride argument or None) of a finding, from what its operands are made of."""
+def _row_and_stride(finding, required=True):
+    """(rows_from, stride argument or None) of a finding, from what its operands are made of;
+    rows_from None where not ``required`` and the operands do not say."""
     rows_from = stride = None
     for operand in finding["operands"]:
         parts = set(operand.split(" and "))
         loop = [LOOP.fullmatch(part) for part in parts]
-        loaded = [LOADED.fullmatch(part) for part in parts]
         programs = [part for part in parts if PROGRAM.fullmatch(part)]
         if rows_from is None and len(programs) == 1 and \
                 parts - set(programs) <= {"block offsets", "constant"}:
             rows_from = programs[0]
         elif rows_from is None and len(parts) == 1 and loop[0]:
             rows_from = f"loop:{loop[0][1]}"
-        elif rows_from is None and len(parts) == 1 and loaded[0]:
-            rows_from = f"load:{loaded[0][1]}"
+        elif rows_from is None and len(tables := {m[1] for m in map(LOADED.search, parts)
+                                                  if m}) == 1 and \
+                all(LOADED.fullmatch(part) or POSITION.fullmatch(part) for part in parts):
+            rows_from = f"load:{tables.pop()}"  # an index, or an offset plus a position
         elif stride is None and len(parts) == 1 and (match := STRIDE.fullmatch(operand)):
             stride = match[1]
-    if rows_from is None:
+    if rows_from is None and required:
         raise ReproError(f"`{finding['product']}`: its row is {' and '.join(finding['operands'])}; "
                          "a reproduction is written for a row that is a program id (times a "
-                         "block or not), a loop over an int argument, or one index loaded per "
-                         "launch row (write a Case for other rows)")
+                         "block or not), a loop over an int argument, or an index loaded from "
+                         "one table (alone, or an offset plus a program id or a loop: a "
+                         "position); where the launch takes another path of the kernel than "
+                         "the finding describes, say which with --rows-from")
     return rows_from, stride
 
 
@@ -222,6 +237,7 @@ def _attributes(finding, launch, output, rows_from, stride):
             "product": finding["product"], "huge": huge, "rows_from": rows_from,
             "stride": stride, "fix": {"line": fix.get("line"), "replace": fix.get("replace"),
                                       "with": fix.get("with")},
+            "seconds": {},
             "launch_description": described(launch)}
 
 
@@ -308,15 +324,25 @@ def _report_text(finding, test, attributes):
 """
 
 
+DURATION = re.compile(r"([0-9.]+)s call +\S+::(test_interpreter|test_gpu)\[")
+
+
 def run(test):
-    """Run the generated tests; their results as a report section: each test's verdict, what
-    each failure showed, and whether that is what a reproduction should show."""
+    """Run the generated tests: (their results as a report section: each test's verdict, what
+    each failure showed, and whether that is what a reproduction should show; the slowest
+    test of each tier that ran, in seconds)."""
     completed = subprocess.run([sys.executable, "-m", "pytest", str(test), "-q", "-rA",
-                                "-p", "no:cacheprovider", "--tb=short"],
+                                "-p", "no:cacheprovider", "--tb=short", "--durations=0",
+                                "--durations-min=0"],
                                capture_output=True, text=True, cwd=test.parent)
     verdicts = [(line.split()[0], line.split()[1].rsplit("::", 1)[-1])
                 for line in completed.stdout.splitlines()
                 if line.startswith(("PASSED", "FAILED", "ERROR")) and len(line.split()) > 1]
+    seconds: dict[str, float] = {}
+    for match in DURATION.finditer(completed.stdout):
+        tier = match[2].removeprefix("test_")
+        if any(name.startswith(match[2]) for _, name in verdicts):
+            seconds[tier] = max(seconds.get(tier, 0.0), round(float(match[1]), 1))
     shown = sorted({match[0] for match in re.finditer(
         r"(?:as shipped|with the fix), (?:in the interpreter|on the GPU \([^)]*\)): "
         r"(?:an i32 product wraps at \S+: int32 [^(\n]*|the kernel faults[^\n]{0,80}|"
@@ -329,7 +355,8 @@ def run(test):
     verdict = ("as a reproduction should be: every test of the kernel as shipped fails, every "
                "test with the fix passes" if verdicts and not wrong else
                "NOT as a reproduction should be: " + (", ".join(wrong) or "no test ran"))
-    return "\n".join([
+    section = "\n".join([
         "", "## Results", "", f"{verdict}{'' if ran_gpu else ' (no GPU here: GPU tests skipped)'}.",
         "", "```", *[f"{v} {name}" for v, name in verdicts], *skipped, "```", "",
         "What the failing tests showed:", "", "```", *(shown or ["(no failure)"]), "```", ""])
+    return section, seconds
