@@ -201,7 +201,7 @@ def test_the_report_has_its_cells(family_folder, tmp_path):
     driver = ("import sys\nimport pytest\nfrom tests.cases import family_root\n"
               "with family_root(sys.argv[1]):\n    sys.exit(pytest.main(sys.argv[2:]))\n")
     own_run = {k: v for k, v in os.environ.items()
-               if k not in (devices.RUN_VARIABLE, devices.OWNER_VARIABLE, devices.GPUS_VARIABLE)
+               if k not in (devices.RUN_VARIABLE, devices.SESSION_VARIABLE, devices.GPUS_VARIABLE)
                and not k.startswith("PYTEST_XDIST")}
     # pytest loads the checkout's conftest.py (device, no_launch, the hypothesis profile) only
     # for tests below it: -p loads it here, after the plugin that registers that profile.

@@ -4,6 +4,7 @@ has imported torch and Triton in the child's mode; values a run's processes comp
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,7 +43,7 @@ def test_the_report_gathers_every_workers_cells_and_says_when_each_completes(tmp
     (tmp_path / "test_cells.py").write_text(CELLS)
     report = tmp_path / "report.json"
     outside = {k: v for k, v in os.environ.items()
-               if k not in (devices.RUN_VARIABLE, devices.OWNER_VARIABLE, devices.GPUS_VARIABLE)}
+               if k not in (devices.RUN_VARIABLE, devices.SESSION_VARIABLE, devices.GPUS_VARIABLE)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2",
                            "--overflow-progress", f"--detector-report={report}", "-q"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300, env=outside)
@@ -135,10 +136,12 @@ def test_a_child_past_its_timeout_is_killed_and_the_next_one_runs():
     assert run_isolated("tests.test_report:server_state", mode="interpreter").status == "passed"
 
 
-def test_a_shared_value_is_computed_once_a_run(monkeypatch):
+def test_a_shared_value_is_computed_once_a_session(monkeypatch):
+    """Once in a pytest session, its workers included; a pytest started inside a test (a
+    session of its own in the same run) computes its own: its code may have changed."""
     from triton_overflow import shared
     monkeypatch.setenv(devices.RUN_VARIABLE, f"selftest-shared-{os.getpid()}")
-    monkeypatch.setenv(devices.OWNER_VARIABLE, "1")  # a run this process did not start
+    monkeypatch.setenv(devices.SESSION_VARIABLE, "1")  # a session this process does not control
     calls = []
 
     def compute():
@@ -148,13 +151,18 @@ def test_a_shared_value_is_computed_once_a_run(monkeypatch):
         assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
         assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
         assert shared.once(["lint", "kernels.gumbel"], compute) == {"findings": 2}
-        shared.clear()  # not this process's run: kept
+        shared.clear()  # not this process's session: kept
         assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
+        monkeypatch.setenv(devices.SESSION_VARIABLE, "2")  # a pytest inside a test
+        assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 3}
+        monkeypatch.setenv(devices.SESSION_VARIABLE, "1")
     finally:
-        monkeypatch.setenv(devices.OWNER_VARIABLE, str(os.getpid()))
+        monkeypatch.setenv(devices.SESSION_VARIABLE, str(os.getpid()))
         shared.clear()
-    assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 3}
+    assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 4}
     shared.clear()
+    for left in devices.run_path("").parent.glob(devices.run_path(".shared-*").name):
+        shutil.rmtree(left)  # the sessions this process does not control
 
 
 def test_the_kernels_own_huge_run_is_made_once_a_run_and_read_back_whole(monkeypatch):
@@ -163,7 +171,7 @@ def test_the_kernels_own_huge_run_is_made_once_a_run_and_read_back_whole(monkeyp
     from tests.cases.min_p import MIN_P
     from triton_overflow import runner, shared
     monkeypatch.setenv(devices.RUN_VARIABLE, f"selftest-kernel-outcome-{os.getpid()}")
-    monkeypatch.setenv(devices.OWNER_VARIABLE, str(os.getpid()))
+    monkeypatch.setenv(devices.SESSION_VARIABLE, str(os.getpid()))
     runs = []
 
     def run_huge(case, wrap, backend, wrap_check=False):

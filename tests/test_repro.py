@@ -306,6 +306,31 @@ def test_a_reproduction_that_cannot_find_the_kernel_fails_and_run_reports_the_ve
     assert "cannot run: it needs the engine's source at" in ran.stdout
 
 
+def test_a_reproduction_follows_its_line_and_passes_once_the_engine_fixed_it(tmp_path):
+    """The engine's file edited after the test was written: lines moved above the product (the
+    shipped test still fails, naming the new line; the fix is written where its source moved);
+    then the product widened upstream (every test passes: nothing wraps, and the kernel as
+    found is the widened one)."""
+    import shutil
+    engine = tmp_path / "engine"
+    shutil.copytree(ENGINE / "src", engine / "src")
+    shutil.copytree(ENGINE / "repro", engine / "repro")
+    out = tmp_path / "repro"
+    written = _cli("repro", "src/myengine/softcap.py:18", "--launch", "repro/softcap.toml", "-o",
+                   str(out), cwd=engine)
+    assert written.returncode == 0, written.stderr
+    source = engine / "src" / "myengine" / "softcap.py"
+    source.write_text("# a licence header\n# added later\n" + source.read_text())
+    _assert_shipped_fails_and_widened_passes(out, ["src/myengine/softcap.py:20"])
+    fixed = source.read_text().replace("row = tl.program_id(0)\n",
+                                       "row = tl.program_id(0).to(tl.int64)\n")
+    assert fixed != source.read_text()
+    source.write_text(fixed)
+    ran = _run_tests(out)
+    assert ran.returncode == 0 and set(_verdicts(ran.stdout).values()) == {"PASSED"}, \
+        ran.stdout[-4000:]
+
+
 def test_a_launch_without_the_tensor_the_product_addresses_is_refused(tmp_path):
     launch = tmp_path / "launch.toml"
     launch.write_text("""

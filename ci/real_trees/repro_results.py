@@ -19,9 +19,10 @@ TEST_ID = re.compile(r"test_(?:interpreter|gpu)\[.*-(as-shipped|widened)-(negati
 SHOWN = re.compile(r"(?:in the interpreter|on the GPU \([^)]*\)): (.*)")
 
 
-def rows_of(junit: Path, where: str) -> dict[str, list[str]]:
+def rows_of(junit: Path, where: str, folder: Path) -> dict[str, list[str]]:
     """Report rows of each test module in a JUnit file."""
     rows: dict[str, list[str]] = {}
+    sources: dict[str, str] = {}
     for case in ElementTree.parse(junit).iter("testcase"):
         test = TEST_ID.fullmatch(case.get("name", ""))
         if test is None or case.find("skipped") is not None:
@@ -32,7 +33,12 @@ def rows_of(junit: Path, where: str) -> dict[str, list[str]]:
             message = (failure.get("message") or "").splitlines()[0]
             shown = SHOWN.search(message)
             text = shown[1] if shown else message
-            result = "FAILED: " + re.sub(r"/\S*?(?=vllm/)", "", text)[:140].split(" = ")[0]
+            if module not in sources:
+                found = re.search(r"^    source = '(.*)'$",
+                                  (folder / f"{module}.py").read_text(), re.M)
+                sources[module] = found[1] if found else "\0"
+            text = re.sub(r"\S*/(?=" + re.escape(sources[module]) + ")", "", text)
+            result = "FAILED: " + text[:140].split(" = ")[0]
         else:
             result = "passed" + _measured(case)
         kernel = "as shipped" if test[1] == "as-shipped" else "widened"
@@ -58,7 +64,7 @@ def main(folder: str, label: str, *runs: str) -> int:
     gathered: dict[str, list[str]] = {}
     for run in runs:
         where, _, junit = run.partition("=")
-        for module, rows in rows_of(Path(junit), where).items():
+        for module, rows in rows_of(Path(junit), where, Path(folder)).items():
             gathered.setdefault(module, []).extend(sorted(rows))
     heading = f"## Results at {label}"
     for module, rows in sorted(gathered.items()):

@@ -23,8 +23,8 @@ import uuid
 from pathlib import Path
 
 RUN_VARIABLE = "TRITON_OVERFLOW_RUN"
+SESSION_VARIABLE = "TRITON_OVERFLOW_SESSION"  # the pid of a pytest session's controller
 GPUS_VARIABLE = "TRITON_OVERFLOW_GPUS"
-OWNER_VARIABLE = "TRITON_OVERFLOW_RUN_OWNER"  # the process that started the run
 CONTEXT_BYTES = 768 * 2**20  # a child's CUDA context and Triton's modules, beyond the case
 WAIT_SECONDS = 1800
 WORKER_BYTES = 2**30
@@ -56,7 +56,9 @@ def survey():
 
 
 def start_run():
-    """In the controlling process: measure the GPUs and open the run's budget (idempotent)."""
+    """In the controlling process: measure the GPUs and open the run's budget (idempotent: a
+    pytest inside a test shares the run's budget, but its session is its own)."""
+    os.environ[SESSION_VARIABLE] = str(os.getpid())
     if os.environ.get(RUN_VARIABLE):
         return _read(_budget_path())
     from triton_overflow import mode
@@ -64,7 +66,6 @@ def start_run():
     outer = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g]
     ids = outer[:len(gpus)] if outer else [str(i) for i in range(len(gpus))]
     os.environ[RUN_VARIABLE] = uuid.uuid4().hex[:12]
-    os.environ[OWNER_VARIABLE] = str(os.getpid())
     os.environ[GPUS_VARIABLE] = ",".join(ids)
     budget = {"devices": {gid: {"name": name, "capacity": free, "total": total}
                           for gid, (name, free, total) in zip(ids, gpus)},
@@ -87,9 +88,15 @@ def auto_workers():
     return max(1, min(cpus or 1, fitting))
 
 
-def owns_run():
-    """Whether this process started the run (a pytest inside a test inherits the run)."""
-    return os.environ.get(OWNER_VARIABLE) == str(os.getpid())
+def session():
+    """This pytest session's name (its controlling process), shared by its xdist workers; ""
+    outside one."""
+    return os.environ.get(SESSION_VARIABLE, "")
+
+
+def owns_session():
+    """Whether this process controls its pytest session."""
+    return session() == str(os.getpid())
 
 
 def pin_worker(worker):

@@ -1,11 +1,12 @@
-"""What the processes of one test run share: values computed once, by whichever process asks
-first, and read by the rest (pytest-xdist workers each ask for a module's static check).
+"""What the processes of one pytest session share: values computed once, by whichever process
+asks first, and read by the rest (pytest-xdist workers each ask for a module's static check).
 
-A run is named when its controlling process starts (``devices.start_run`` sets
-``TRITON_OVERFLOW_RUN``, which workers inherit); values live as JSON files in a folder of the
-system's temp directory named after it, each written under a file lock (``filelock``) so that a
-second process waits for the first instead of computing it again. Outside a run (no name),
-``once`` just computes.
+A session is named when its controlling process starts (``devices.start_run`` sets
+``TRITON_OVERFLOW_SESSION``, which workers inherit; a pytest started inside a test shares the
+run's device budget but not its values, which its code may have changed); values live as JSON
+files in a folder of the system's temp directory named after the run and the session, each
+written under a file lock (``filelock``) so that a second process waits for the first instead
+of computing it again. Outside a run (no name), ``once`` just computes.
 """
 
 import hashlib
@@ -13,21 +14,25 @@ import json
 import os
 import shutil
 
-from triton_overflow.devices import owns_run, run_path
+from triton_overflow.devices import owns_session, run_path, session
 
 FOLDER = ".shared"
 
 
+def _folder():
+    return run_path(f"{FOLDER}-{session()}")
+
+
 def clear():
-    """Remove this run's shared values: in the process that started the run, as it ends."""
-    folder = run_path(FOLDER)
-    if folder is not None and owns_run():
+    """Remove this session's shared values: in the process that controls it, as it ends."""
+    folder = _folder()
+    if folder is not None and owns_session():
         shutil.rmtree(folder, ignore_errors=True)
 
 
 def once(key, compute):
-    """``compute()`` (JSON), computed once per run for ``key`` (a JSON-able value)."""
-    folder = run_path(FOLDER)
+    """``compute()`` (JSON), computed once per session for ``key`` (a JSON-able value)."""
+    folder = _folder()
     if folder is None:
         return compute()
     from filelock import FileLock

@@ -429,10 +429,12 @@ def _with_fix(module: ModuleType, path: Path, kernel: str, fix: dict[str, Any],
     from triton_overflow.lint.discover import load_module
     from triton_overflow.lint.verify import edited_text, rebuilt
     text = fixed.read_text()
-    edited = edited_text(text, fix["line"], fix["replace"], fix["with"])
-    if edited is None:
-        raise RuntimeError(f"{fixed}: the fix's source `{fix['replace']}` is not on line "
-                           f"{fix['line']}: the file changed since the test was generated")
+    line = _fix_line(text, fix)
+    if line is None:  # the product is gone: the kernel as found is the widened one
+        return module
+    edited = edited_text(text, line, fix["replace"], fix["with"])
+    assert edited is not None  # _fix_line found it there
+    fix = {**fix, "line": line}
     widened = ModuleType(f"{module.__name__}_widened")
     vars(widened).update(vars(module))
     if fixed != path:
@@ -450,6 +452,24 @@ def _with_fix(module: ModuleType, path: Path, kernel: str, fix: dict[str, Any],
         edited, fixed = path.read_text(), path
     setattr(widened, kernel, rebuilt(widened, path, kernel, edited, f"{fixed} (widened)"))
     return widened
+
+
+def _fix_line(text: str, fix: dict[str, Any]) -> int | None:
+    """The line to write ``fix`` on: its own, or, in a file edited since the test was written,
+    the one line that still holds its source; None where no line does (the product was
+    rewritten: an engine that fixed it upstream). ``RuntimeError`` where several do."""
+    from triton_overflow.lint.verify import locate
+    if locate(text, fix["line"], fix["replace"]) is not None:
+        return int(fix["line"])
+    holding = [number for number in range(1, text.count("\n") + 2)
+               if locate(text, number, fix["replace"]) is not None]
+    if not holding:
+        return None
+    if len(holding) > 1:
+        raise RuntimeError(f"the fix's source `{fix['replace']}` moved from line {fix['line']} "
+                           f"and is now on lines {', '.join(map(str, holding))}: write the "
+                           "reproduction again")
+    return holding[0]
 
 
 def _function_at(text: str, line: int) -> str:
