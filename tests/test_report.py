@@ -130,6 +130,19 @@ def test_quick_children_come_back_at_once():
         assert quick.status == "passed" and quick.seconds < 30, quick.summary()
 
 
+def test_a_misspelt_detector_fails_collection_with_the_detectors_known(tmp_path):
+    (tmp_path / "test_misspelt.py").write_text(
+        "import pytest\n\n\n@pytest.mark.covers(kernel='k', detector='corectness')\n"
+        "def test_cell():\n    pass\n")
+    outside = {k: v for k, v in os.environ.items()
+               if k not in (devices.RUN_VARIABLE, devices.SESSION_VARIABLE, devices.GPUS_VARIABLE)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=outside)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
+    assert "covers(detector='corectness') names no detector; known: correctness, row-0 copy" \
+        in done.stderr, done.stderr
+
+
 def test_a_child_past_its_timeout_is_killed_and_the_next_one_runs():
     late = run_isolated("tests.test_report:sleeps", mode="interpreter", timeout=2)
     assert late.status == "timeout" and late.seconds < 30

@@ -167,8 +167,15 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError("--require-gpu: the gpu tier was asked for, but "
                                 + unavailable["the gpu tier"])
     from triton_overflow.memory import BACKENDS
+    from triton_overflow.report import detectors
+    known = detectors()
     keep, dropped = [], []
     for item in items:
+        for covers in item.iter_markers("covers"):
+            if covers.kwargs.get("detector") not in known:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: covers(detector={covers.kwargs.get('detector')!r}) names "
+                    f"no detector; known: {', '.join(known)}")
         backend = item.get_closest_marker("memory_backend")
         if backend and backend.args[0] not in BACKENDS:
             raise pytest.UsageError(f"{item.nodeid}: memory_backend({backend.args[0]!r}) names "
