@@ -29,7 +29,8 @@ def test_the_console_script_runs():
 
 def test_the_wheel_holds_only_triton_overflow(tmp_path):
     """Nothing generic (harness, kernels, reference, tests) lands at the top of site-packages;
-    the package's py.typed marker does, so that type checkers read its annotations."""
+    the package's py.typed marker does, so that type checkers read its annotations, and the
+    licence's text."""
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                            "--quiet", "-w", str(tmp_path), str(ROOT)],
                           capture_output=True, text=True, timeout=600)
@@ -40,6 +41,9 @@ def test_the_wheel_holds_only_triton_overflow(tmp_path):
     assert packages == {"triton_overflow"}, tops
     assert "triton_overflow/py.typed" in zipfile.ZipFile(wheel).namelist()
     assert "triton_overflow/lint/schemas/lint-report-v1.json" in zipfile.ZipFile(wheel).namelist()
+    licences = [name for name in zipfile.ZipFile(wheel).namelist()
+                if name.endswith(".dist-info/licenses/LICENSE")]
+    assert licences and "Apache License" in zipfile.ZipFile(wheel).read(licences[0]).decode()
 
 
 def test_the_pre_commit_hook_passes_files_without_kernels(tmp_path):
