@@ -396,3 +396,15 @@ def test_a_table_of_offsets_places_the_slot_and_describes_itself_back():
         [14135, 14136]
     assert launch.tensors["starts"].values_at(10) == [0, 7]
     assert described(launch) == description
+
+
+def test_an_engine_object_whose_attributes_raise_is_not_taken_for_a_kernel():
+    """vLLM's platform object imports the engine's networking (and fails) on an attribute it
+    does not know; looking for kernels among a module's values must not ask it."""
+    from triton_overflow.repro.case import _launchable
+
+    class Platform:
+        def __getattr__(self, name):
+            raise ModuleNotFoundError("No module named 'zmq'")
+
+    assert _launchable(Platform()) is None

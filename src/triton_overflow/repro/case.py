@@ -350,7 +350,7 @@ def _drop_stand_ins(module: ModuleType) -> None:
 def _launchable(value: Any) -> Any:
     """The jit function under autotune / heuristics wrappers: launched with every argument
     the description gives, constexprs included, it runs as the recorded launch ran."""
-    from triton.runtime.jit import JITFunction
+    from triton.runtime.jit import JITFunction, KernelInterface
     try:
         from triton.runtime.interpreter import InterpretedFunction
     except ImportError:  # pragma: no cover - every supported version has it
@@ -358,6 +358,8 @@ def _launchable(value: Any) -> Any:
     for _ in range(8):
         if isinstance(value, (JITFunction, InterpretedFunction)) or value is None:
             return value
+        if not isinstance(value, KernelInterface):  # an engine's object: its attributes may
+            return None                              # raise anything (a platform's do)
         value = getattr(value, "fn", None)
     return None
 
