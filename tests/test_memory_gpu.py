@@ -40,6 +40,16 @@ def test_a_thousand_create_and_release_cycles_leak_nothing():
     assert lost < 2**21, f"{lost / 2**20:.1f} MiB lost over 1000 cycles: {outcome.value}"
 
 
+def test_a_second_sparse_tensor_is_zeros_its_own_where_planted_and_released_with_the_first():
+    outcome = _probe("sparse_rows", cycles=50)
+    assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
+    seen = outcome.value
+    assert seen["zeros"] == [0.0, 0.0, 0.0] and seen["own"] == [7.0, 5.0], seen
+    assert seen["shared"] == 3.0, seen  # an unplanted row a block away reads the same memory
+    assert seen["peak_mib"] < 96, f"a 4 GiB sparse tensor took {seen}"
+    assert seen["lost"] is None or seen["lost"] < 2**21, seen
+
+
 def test_the_sanitizer_names_the_kernel_line_and_operation_of_a_twin():
     """Triton's overflow sanitizer (TRITON_DEBUG=1) on the int32 twin in a virtual-memory case."""
     report = sanitizer_report(TOKEN_RANKS, "negative", "aliased-device", twin=True)

@@ -180,12 +180,12 @@ weight = {shape = [4096], dtype = "float32"}
 AXIS_1_ROWS_LAUNCH = """
 kernel = "kernels/blocks.py:double_tokens_kernel"
 rows = 64
-grid = [2, "rows/16"]
+grid = [4, "rows/16"]
 [arguments]
-x_ptr = {shape = ["rows", 4096], dtype = "float32"}
-stride_m = 4096
+x_ptr = {shape = ["rows", 8192], dtype = "float32"}
+stride_m = 8192
 M = "rows"
-N = 4096
+N = 8192
 BLOCK_M = 16
 BLOCK_N = 2048
 """
@@ -408,3 +408,14 @@ def test_an_engine_object_whose_attributes_raise_is_not_taken_for_a_kernel():
             raise ModuleNotFoundError("No module named 'zmq'")
 
     assert _launchable(Platform()) is None
+
+
+def test_a_grid_past_what_cuda_launches_is_a_reason_to_skip_not_a_failure():
+    """Grid axis 1 stops at 65,535 programs: a layout that needs more cannot be launched by the
+    engine either, so its GPU test says so instead of failing."""
+    from triton_overflow.cases import CannotRun
+    from triton_overflow.repro.case import _check_device_grid
+    _check_device_grid((2**31 - 1, 65_535, 65_535))
+    with pytest.raises(CannotRun, match="grid axis 1 needs 65,540 programs and a CUDA launch "
+                                        "allows 65,535"):
+        _check_device_grid((2, 65_540))

@@ -95,3 +95,34 @@ def guard_fault():
         _read_before_kernel[(1, )](tensor, out, 2**30)
         torch.cuda.synchronize()
     return float(out)
+
+
+def sparse_rows(cycles):
+    """A second large tensor inside a huge one's reservation: zeros, its listed rows its own,
+    the rest sharing; released with the huge tensor, ``cycles`` times over without a leak."""
+    huge = HugeLayout("negative", rows=64, vocab=2**17, row_stride=2**17, check_rows=(63, ),
+                      poison_rows=())
+    second = HugeLayout("sparse", rows=2**18, vocab=2**12, row_stride=2**12, check_rows=(),
+                        poison_rows=())  # 4 GiB of fp32
+    last = second.rows - 1
+    backend = AliasedDeviceMemory()
+    torch.cuda.init()
+    with backend.reserve(huge, torch.float32, (0, 63)):
+        tensor = backend.sparse(second, torch.float32, (0, last))
+        zeros = [float(tensor[row].abs().sum()) for row in (0, 1000, last)]
+        tensor[0].fill_(7.0)
+        tensor[last].fill_(5.0)
+        rows_per_block = SHARED_BLOCK * GRANULE // (second.vocab * 4)
+        tensor[100_000].fill_(3.0)  # far from the planted rows: blocks mapped whole
+        seen = {"own": [float(tensor[0, 9]), float(tensor[last, 9])],
+                "shared": float(tensor[100_000 + rows_per_block, 9])}
+        peak = backend.peak_bytes()
+    torch.cuda.synchronize()
+    before = _own_device_bytes()
+    for _ in range(cycles):
+        with backend.reserve(huge, torch.float32, (0, 63)):
+            backend.sparse(second, torch.float32, (0, last))[last].fill_(1.0)
+    torch.cuda.synchronize()
+    after = _own_device_bytes()
+    return {"zeros": zeros, **seen, "peak_mib": peak / 2**20,
+            "lost": None if before is None else after - before}

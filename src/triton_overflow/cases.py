@@ -36,6 +36,11 @@ SAFE = "safe"
 OVERFLOWS = "overflows"
 
 
+class CannotRun(Exception):
+    """Raised by a case that cannot run this layout where it is (a grid past the device's
+    limits, say): the test is skipped with the message."""
+
+
 @dataclass(frozen=True)
 class HugeRun:
     """What a case method is told about the run: the layout and where it runs."""
@@ -44,6 +49,10 @@ class HugeRun:
     device: torch.device
     interpreted: bool
     run_poison_slots: bool = True
+    backend: str = ""  # the memory backend's key, where known
+    # In the run: the memory backend holding the huge tensor (its ``sparse`` makes a second
+    # tensor as large where it can); None in a plan.
+    allocator: Any = field(default=None, compare=False, repr=False)
 
     @property
     def rows(self) -> int:

@@ -65,6 +65,14 @@ class MemoryBackend(abc.ABC):
         """Tensors over the memory the unplanted rows share (none where they share none)."""
         return ()
 
+    sparse_rows: ClassVar[bool] = False  # whether ``sparse`` can make a second large tensor
+
+    def sparse(self, layout, dtype, rows) -> torch.Tensor:
+        """Inside ``reserve``: another tensor of ``layout``, zeros, whose ``rows`` have memory of
+        their own and whose other rows share a little (a second input as large as the huge
+        tensor), released with the huge tensor. Only where ``sparse_rows``."""
+        raise NotImplementedError(f"{self.name} cannot make a sparse tensor")
+
     @abc.abstractmethod
     def peak_bytes(self) -> int:
         """The most bytes the case held at once."""
@@ -182,11 +190,14 @@ class AliasedDeviceMemory(MemoryBackend):
     fills_background = False
     mutant_tests = True
 
+    sparse_rows = True
+
     def __init__(self, index=None):
         self.device = torch.device("cuda", torch.cuda.current_device() if index is None else
                                    index) if torch.cuda.is_available() else torch.device("cuda")
         self._mapped = 0
         self._background: tuple[torch.Tensor, ...] = ()
+        self._sparse: list[tuple] = []  # (mappings, handles, reservation, size) of each
 
     @staticmethod
     def estimate(layout, dtype, rows):
@@ -226,48 +237,64 @@ class AliasedDeviceMemory(MemoryBackend):
 
     @contextlib.contextmanager
     def reserve(self, layout, dtype, rows):
-        from cuda.bindings import driver
         torch.cuda.init()
         torch.cuda.set_device(self.device)
+        guard = 2**31 * dtype.itemsize  # unmapped below the tensor: a negative offset faults
+        try:
+            tensor, self._background, _ = self._map_span(layout, dtype, rows, guard)
+            yield tensor
+            torch.cuda.synchronize(self.device)
+            del tensor
+        except BaseException:
+            self._release_all(strict=False)
+            raise
+        self._release_all(strict=True)
+
+    def sparse(self, layout, dtype, rows):
+        tensor, _, _ = self._map_span(layout, dtype, rows, 0)
+        return tensor.zero_()  # every row, through the few blocks most of them share
+
+    def _map_span(self, layout, dtype, rows, guard):
+        """(tensor, tensors over its shared memory, its mapped bytes): ``layout`` in virtual
+        memory after ``guard`` unmapped bytes, every chunk under ``rows`` its own, the other
+        chunks sharing a few physical blocks; released by ``_release_all``."""
+        from cuda.bindings import driver
         prop = self._properties()
         granule = _call("cuMemGetAllocationGranularity", prop, driver
                         .CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM)
         itemsize = dtype.itemsize
         span = _round_up(layout.elements * itemsize, granule)
-        guard = _round_up(2**31 * itemsize, granule)
+        guard = _round_up(guard, granule)
         dedicated = _dedicated_chunks(layout, itemsize, rows, granule)
-        handles, mappings, reservation = [], [], None
-        try:
-            reservation = _call("cuMemAddressReserve", guard + span, granule, 0, 0)
-            base = int(reservation) + guard
-            for start, count in _runs(dedicated):
+        handles: list = []
+        mappings: list = []
+        reservation = _call("cuMemAddressReserve", guard + span, granule, 0, 0)
+        self._sparse.append((mappings, handles, reservation, guard + span))
+        base = int(reservation) + guard
+        for start, count in _runs(dedicated):
+            handles.append(_call("cuMemCreate", count * granule, prop, 0))
+            self._map(base + start * granule, count * granule, handles[-1], mappings)
+        shared = {}  # chunks per mapping -> (its handle, where it is first mapped)
+        for start, count in _shared_pieces(span // granule, dedicated, SHARED_BLOCK):
+            if count not in shared:
                 handles.append(_call("cuMemCreate", count * granule, prop, 0))
-                self._map(base + start * granule, count * granule, handles[-1], mappings)
-            shared = {}  # chunks per mapping -> (its handle, where it is first mapped)
-            for start, count in _shared_pieces(span // granule, dedicated, SHARED_BLOCK):
-                if count not in shared:
-                    handles.append(_call("cuMemCreate", count * granule, prop, 0))
-                    shared[count] = (handles[-1], base + start * granule)
-                self._map(base + start * granule, count * granule, shared[count][0], mappings)
-            access = driver.CUmemAccessDesc()
-            access.location = prop.location
-            access.flags = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-            _call("cuMemSetAccess", driver.CUdeviceptr(base), span, [access], 1)
-            self._mapped = (len(dedicated) + sum(shared)) * granule
-            self._background = tuple(
-                _tensor(address, (count * granule // itemsize, ), (itemsize, ), dtype,
-                        self.device) for count, (_, address) in shared.items())
-            tensor = _tensor(base, layout.shape, (layout.row_stride * itemsize, itemsize), dtype,
-                             self.device)
-            yield tensor
-            torch.cuda.synchronize(self.device)
-            del tensor
-        except BaseException:
-            self._background = ()
-            _release(mappings, handles, reservation, guard + span, strict=False)
-            raise
+                shared[count] = (handles[-1], base + start * granule)
+            self._map(base + start * granule, count * granule, shared[count][0], mappings)
+        access = driver.CUmemAccessDesc()
+        access.location = prop.location
+        access.flags = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+        _call("cuMemSetAccess", driver.CUdeviceptr(base), span, [access], 1)
+        self._mapped += (len(dedicated) + sum(shared)) * granule
+        background = tuple(_tensor(address, (count * granule // itemsize, ), (itemsize, ), dtype,
+                                   self.device) for count, (_, address) in shared.items())
+        tensor = _tensor(base, layout.shape, (layout.row_stride * itemsize, itemsize), dtype,
+                         self.device)
+        return tensor, background, span
+
+    def _release_all(self, strict):
         self._background = ()
-        _release(mappings, handles, reservation, guard + span, strict=True)
+        while self._sparse:
+            _release(*self._sparse.pop(), strict=strict)
 
     def _map(self, address, size, handle, mappings):
         from cuda.bindings import driver

@@ -9,6 +9,7 @@ reruns a case under Triton's overflow sanitizer.
 """
 
 import contextlib
+import dataclasses
 import re
 import resource
 import time
@@ -16,7 +17,7 @@ import time
 import torch
 
 from triton_overflow import devices, memory
-from triton_overflow.cases import HugeRun, case_reference, resolve_case
+from triton_overflow.cases import CannotRun, HugeRun, case_reference, resolve_case
 from triton_overflow.huge import huge_layout
 from triton_overflow.device_view import presented
 from triton_overflow.interp import (configs_without_benchmarks, int32_wrap_checked, only_programs,
@@ -35,9 +36,9 @@ def layout_for(case, wrap):
     return huge_layout(wrap, case.width, row_stride=case.row_stride)
 
 
-def planned_run(case, wrap, device, is_interpreted):
+def planned_run(case, wrap, device, is_interpreted, backend=""):
     return HugeRun(layout_for(case, wrap), torch.device(device), is_interpreted,
-                   run_poison_slots=case.run_poison_slots)
+                   run_poison_slots=case.run_poison_slots, backend=backend)
 
 
 def small_run(case, device, rows):
@@ -82,7 +83,7 @@ def run_case(case, wrap, backend, twin=False, wrap_check=False, widening=None):
     if is_interpreted != (allocator.device.type == "cpu"):
         raise RuntimeError(f"backend {backend} cannot run with the interpreter "
                            f"{'on' if is_interpreted else 'off'}")
-    run = planned_run(case, wrap, allocator.device, is_interpreted)
+    run = planned_run(case, wrap, allocator.device, is_interpreted, backend)
     shortfall = allocator.shortfall(bytes_needed(case, run, backend), case=case.name)
     if shortfall:
         return {"skipped": shortfall}
@@ -94,6 +95,7 @@ def run_case(case, wrap, backend, twin=False, wrap_check=False, widening=None):
     try:
         with allocator.reserve(run.layout, case.dtype, run.planted_rows) as huge, \
                 as_on_gpu(case, is_interpreted) as configs:
+            run = dataclasses.replace(run, allocator=allocator)
             phases.mark("reserve")
             planted = plant(huge, run.layout, fill_background=allocator.fills_background,
                             random_row=case.random_row, rows=run.planted_rows,
@@ -112,6 +114,8 @@ def run_case(case, wrap, backend, twin=False, wrap_check=False, widening=None):
             phases.mark("launch")
             case.check(produced, huge, run, planted, **inputs)
             phases.mark("check")
+    except CannotRun as error:
+        return {"skipped": str(error)}
     except torch.cuda.OutOfMemoryError as error:
         return {"skipped": f"out of device memory inside the case: {str(error).splitlines()[0]}"}
     except memory.VirtualMemoryError as error:
@@ -214,7 +218,7 @@ def run_huge(case, wrap, backend, twin=False, wrap_check=False, widening=None, e
     if execution == INTERPRETER:
         outcome = run_child(env)
     else:
-        needed = bytes_needed(case, planned_run(case, wrap, "cpu", False), backend)
+        needed = bytes_needed(case, planned_run(case, wrap, "cpu", False, backend), backend)
         try:
             with devices.reserve(needed, f"{case.name} {wrap} {backend}") as gpu:
                 child_env = dict(env or {})

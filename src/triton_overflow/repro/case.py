@@ -37,8 +37,10 @@ from typing import Any, ClassVar
 
 import torch
 
-from triton_overflow.cases import Case, HugeRun
+from triton_overflow.cases import CannotRun, Case, HugeRun
 from triton_overflow.compare import assert_rows_equal
+from triton_overflow.huge import HugeLayout
+from triton_overflow.memory import BACKENDS
 from triton_overflow.repro.launch import ROWS, SLOTS, Launch, TensorArgument, parse
 
 ENGINE_ROOT = "TRITON_OVERFLOW_ENGINE_ROOT"
@@ -200,12 +202,18 @@ class Reproduction(Case):
         rows, copies = self.launch_rows(run), 1 if self.by_program else 2
         touched = len(self.programs_rows(run))
         total = 0
+        sparse = _sparse_capable(run)
         for name, tensor in self.launched.tensors.items():
             if name == self.huge:
                 continue
             nbytes = tensor.nbytes(rows, run.rows)
-            if run.interpreted and _filled_where_programs_run(tensor, rows, run.rows):
-                nbytes = nbytes * touched // rows
+            if _filled_where_programs_run(tensor, rows, run.rows):
+                if run.interpreted:
+                    nbytes = nbytes * touched // rows
+                elif sparse and tensor.dim_of(ROWS) == 0:
+                    nbytes = BACKENDS[run.backend].estimate(
+                        _rows_layout(tensor, rows, run.rows), tensor.dtype,
+                        self.programs_rows(run))
             total += copies * nbytes
         pointees = sum(tensor.nbytes(rows, run.rows) for tensor in self.launched.pointees.values())
         return total + pointees + 2**20
@@ -216,8 +224,7 @@ class Reproduction(Case):
         rows = self.launch_rows(run)
         touched = self.programs_rows(run)
         generator = torch.Generator().manual_seed(INPUT_SEED)
-        pointees = {name: _tensor(argument, self.launched, rows, run.rows, generator,
-                                  run.device, touched)
+        pointees = {name: _tensor(argument, self.launched, rows, run, generator, touched)
                     for name, argument in self.launched.pointees.items()}
         values: dict[str, Any] = {}
         for name, argument in self.launched.arguments.items():
@@ -226,8 +233,7 @@ class Reproduction(Case):
             elif isinstance(argument, TensorArgument) and argument.pointers is not None:
                 values[name] = _addresses(argument, pointees, run.device)
             elif isinstance(argument, TensorArgument):
-                values[name] = _tensor(argument, self.launched, rows, run.rows, generator,
-                                       run.device, touched)
+                values[name] = _tensor(argument, self.launched, rows, run, generator, touched)
             elif name == self.stride:
                 values[name] = run.row_stride
             else:
@@ -247,6 +253,8 @@ class Reproduction(Case):
         if jit is None:
             raise RuntimeError(f"{self.source} defines no jit function {self.kernel!r}")
         grid = self.launched.grid_for(self.launch_rows(run))
+        if not run.interpreted:
+            _check_device_grid(grid)
         if self.by_program:
             jit[grid](**values)
             return [(0, values)]
@@ -378,13 +386,38 @@ def _filled_where_programs_run(argument: TensorArgument, rows: int, slots: int) 
     return argument.dim_of(ROWS) is not None and argument.nbytes(rows, slots) > LAZY_BYTES
 
 
-def _tensor(argument: TensorArgument, launch: Launch, rows: int, slots: int,
-            generator: torch.Generator, device: torch.device,
-            touched: list[int]) -> torch.Tensor:
-    """The tensor at ``rows`` launch rows and ``slots`` table rows, on ``device``, each row a
-    copy of the first. One as large as the huge tensor (a second operand of a GEMM, say) is
-    filled only at the ``touched`` rows: on the CPU the rest is never mapped (the interpreter
-    runs only the programs of those rows), on a device it is zeros."""
+GRID_LIMITS = (2**31 - 1, 65_535, 65_535)  # programs a CUDA launch allows on each axis
+
+
+def _check_device_grid(grid: tuple[int, ...]) -> None:
+    """``CannotRun`` where the grid has more programs on an axis than CUDA launches."""
+    for axis, (programs, limit) in enumerate(zip(grid, GRID_LIMITS)):
+        if programs > limit:
+            raise CannotRun(f"at this layout grid axis {axis} needs {programs:,} programs and "
+                            f"a CUDA launch allows {limit:,}: the engine could not launch it "
+                            "either (the interpreter's test of this layout stands)")
+
+
+def _sparse_capable(run: HugeRun) -> bool:
+    backend = BACKENDS.get(run.backend)
+    return not run.interpreted and backend is not None and backend.sparse_rows
+
+
+def _rows_layout(argument: TensorArgument, rows: int, slots: int) -> HugeLayout:
+    """A per-row tensor as a ``[rows, width]`` layout (its rows its first dimension)."""
+    sized = argument.sized(rows, slots)
+    width = max(math.prod(sized[1:]), 1)
+    return HugeLayout("sparse", sized[0], width, width, (), ())
+
+
+def _tensor(argument: TensorArgument, launch: Launch, rows: int, run: HugeRun,
+            generator: torch.Generator, touched: list[int]) -> torch.Tensor:
+    """The tensor at ``rows`` launch rows and ``run.rows`` table rows, on ``run.device``, each
+    row a copy of the first. One as large as the huge tensor (a second operand of a GEMM, say)
+    is filled only at the ``touched`` rows: on the CPU the rest is never mapped (the
+    interpreter runs only the programs of those rows), on a device it shares a little memory
+    where the backend can (virtual memory), else it is zeros."""
+    slots, device = run.rows, run.device
     shape = argument.sized(launch.rows, launch.described_slots)
     if argument.values is not None:
         tensor = torch.tensor(argument.values_at(0), dtype=torch.float64).reshape(shape).to(
@@ -405,6 +438,9 @@ def _tensor(argument: TensorArgument, launch: Launch, rows: int, slots: int,
     rows_dim = argument.dim_of(ROWS)
     if device.type == "cpu":
         full = torch.empty(sized, dtype=argument.dtype)  # fresh pages: mapped when touched
+    elif rows_dim == 0 and run.allocator is not None and run.allocator.sparse_rows:
+        full = run.allocator.sparse(_rows_layout(argument, rows, slots), argument.dtype,
+                                    touched).view(sized)
     else:
         full = torch.zeros(sized, dtype=argument.dtype, device=device)
     first = tensor.to(device)

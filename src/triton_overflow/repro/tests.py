@@ -60,7 +60,7 @@ class ReproductionTests:
 def _needs(reproduction, wrap, backend, where):
     from triton_overflow.runner import CASE_TIME_LIMIT, bytes_needed, planned_run
     interpreted = backend == INTERPRETER_BACKEND
-    run = planned_run(reproduction, wrap, "cpu", interpreted)
+    run = planned_run(reproduction, wrap, "cpu", interpreted, backend)
     mib = bytes_needed(reproduction, run, backend) / 2**20
     took = reproduction.seconds.get("interpreter" if interpreted else "gpu")
     time = (f"about {took:.0f} s (measured where it was written)" if took is not None else
