@@ -24,7 +24,7 @@ class FusedMoeLoraOneShotKernelFusedMoeLoraOp296(Reproduction):
     fix = {'line': 296,
            'replace': 'offs_token[:, None] * stride_om',
            'with': 'tl.cast(offs_token[:, None], tl.int64) * stride_om'}
-    seconds = {'interpreter': 2.0}
+    seconds = {'interpreter': 2.0, 'gpu': 12.1}
     launch_description = {'kernel': 'vllm/lora/ops/triton_ops/fused_moe_lora_op.py:_fused_moe_lora_one_shot_kernel',
                           'rows': 1,
                           'slots': 4,

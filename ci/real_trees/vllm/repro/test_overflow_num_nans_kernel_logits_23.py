@@ -25,7 +25,7 @@ class NumNansKernelLogits23(Reproduction):
     fix = {'line': 17,
            'replace': 'req_idx = tl.program_id(0)',
            'with': 'req_idx = tl.program_id(0).to(tl.int64)'}
-    seconds = {'interpreter': 2.3}
+    seconds = {'interpreter': 2.3, 'gpu': 9.9}
     launch_description = {'kernel': 'vllm/v1/worker/gpu/metrics/logits.py:_num_nans_kernel',
                           'rows': 4,
                           'grid': ['rows'],

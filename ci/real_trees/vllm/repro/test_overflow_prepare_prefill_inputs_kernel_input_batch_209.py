@@ -24,7 +24,7 @@ class PreparePrefillInputsKernelInputBatch209(Reproduction):
     fix = {'line': 198,
            'replace': 'req_state_idx = tl.load(idx_mapping_ptr + batch_idx)',
            'with': 'req_state_idx = tl.load(idx_mapping_ptr + batch_idx).to(tl.int64)'}
-    seconds = {'interpreter': 1.6}
+    seconds = {'interpreter': 1.6, 'gpu': 9.2}
     launch_description = {'kernel': 'vllm/v1/worker/gpu/input_batch.py:_prepare_prefill_inputs_kernel',
                           'rows': 1,
                           'slots': 4,

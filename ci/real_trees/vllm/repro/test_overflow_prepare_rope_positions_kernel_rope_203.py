@@ -24,7 +24,7 @@ class PrepareRopePositionsKernelRope203(Reproduction):
     fix = {'line': 182,
            'replace': 'req_state_idx = tl.load(idx_mapping_ptr + batch_idx)',
            'with': 'req_state_idx = tl.load(idx_mapping_ptr + batch_idx).to(tl.int64)'}
-    seconds = {'interpreter': 1.5}
+    seconds = {'interpreter': 1.5, 'gpu': 9.6}
     launch_description = {'kernel': 'vllm/v1/worker/gpu/mm/rope.py:_prepare_rope_positions_kernel',
                           'rows': 1,
                           'slots': 4,

@@ -24,7 +24,7 @@ class SampleRecoveredTokensKernelRejectionSampler917(Reproduction):
     fix = {'line': 917,
            'replace': 'token_idx * vocab_size',
            'with': 'tl.cast(token_idx, tl.int64) * vocab_size'}
-    seconds = {'interpreter': 2.0}
+    seconds = {'interpreter': 2.0, 'gpu': 13.7}
     launch_description = {'kernel': 'vllm/v1/sample/rejection_sampler.py:sample_recovered_tokens_kernel',
                           'rows': 2,
                           'slots': 4,
