@@ -419,3 +419,15 @@ def test_a_grid_past_what_cuda_launches_is_a_reason_to_skip_not_a_failure():
     with pytest.raises(CannotRun, match="grid axis 1 needs 65,540 programs and a CUDA launch "
                                         "allows 65,535"):
         _check_device_grid((2, 65_540))
+
+
+def test_a_table_of_cumulative_counts_filled_with_the_slot_gets_a_note_on_its_values(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "loaded.py").write_text(textwrap.dedent(LOADED_ROWS).lstrip())
+    launch = OFFSETS_LAUNCH.replace('values = ["slot", "slot + 1"]', "values = [2, 4]")
+    (tmp_path / "launch.toml").write_text(launch)
+    written = _cli("repro", "kernels/loaded.py:15", "--launch", "launch.toml", "-o", "out",
+                   cwd=tmp_path)
+    assert written.returncode == 0, written.stderr
+    assert 'note: `cu_num_tokens_ptr` holds [2, 4], a cumulative count ending at the 4 rows' \
+        in written.stderr and 'values = ["slot", "slot + 1"]' in written.stderr, written.stderr

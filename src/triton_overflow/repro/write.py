@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from triton_overflow.repro.launch import (LaunchError, check_arguments, described,
-                                          from_record, read, with_slots)
+                                          from_record, parse, read, with_slots)
 
 PROGRAM = re.compile(r"program_id\([012]\)")
 LOOP = re.compile(r"loop variable over int argument `(\w+)`")
@@ -74,6 +74,9 @@ def write(where, launch_file, launches_file, output, findings_file=None, product
     if parameters is not None:
         check_arguments(launch, parameters)
     attributes = _attributes(finding, launch, output, rows_from, stride)
+    note = _offsets_note(parse(attributes["launch_description"]), rows_from)
+    if note:
+        print(f"repro: note: {note}", file=sys.stderr)
     output.mkdir(parents=True, exist_ok=True)
     stem = f"{finding['kernel'].strip('_')}_{Path(finding['file']).stem}_{finding['line']}"
     test = output / f"test_overflow_{stem}.py"
@@ -239,6 +242,26 @@ def _attributes(finding, launch, output, rows_from, stride):
                                       "with": fix.get("with")},
             "seconds": {},
             "launch_description": described(launch)}
+
+
+def _offsets_note(launch, rows_from):
+    """What to change where the row's table looks like offsets (a cumulative count that ends
+    at the huge tensor's rows) and its values do not place the slot: filled with the slot, such
+    a table puts request 0 over the rows below it, and no request at the slot."""
+    if not rows_from.startswith("load:"):
+        return None
+    name = rows_from.removeprefix("load:")
+    table = launch.tensors.get(name)
+    if table is None or not table.values or table.places_slot or len(table.values) < 2:
+        return None
+    values = list(table.values)
+    if values != sorted(values) or values[-1] != launch.described_slots:
+        return None
+    return (f"`{name}` holds {values}, a cumulative count ending at the {values[-1]} rows of "
+            "the tensor the product addresses: if the kernel reads a request's rows from it, "
+            f"describe the launch with {name} = {{..., values = [\"slot\", \"slot + 1\"]}} "
+            "and rows = 2, so that a request starts at the slot checked (docs/repro.md, \"A "
+            "table of offsets\"); `--run` says whether the test reproduces the wrap")
 
 
 def _relative(path, start):
