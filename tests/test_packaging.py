@@ -81,7 +81,7 @@ def test_actionlint_fails_a_broken_workflow(tmp_path):
     assert _actionlint(broken).returncode != 0
 
 
-def test_the_readme_names_the_triton_versions_ci_runs():
+def test_the_ci_docs_name_the_triton_versions_ci_runs():
     """The version table's `.ci/run` rows are the pinned Triton and the versions .ci/run hands
     to ci/compat.sh, and nothing else."""
     import re
@@ -90,7 +90,7 @@ def test_the_readme_names_the_triton_versions_ci_runs():
     newest = re.findall(r"^bash ci/compat\.sh (.+)$", (ROOT / ".ci" / "run").read_text(), re.M)
     assert len(newest) == 1, "`.ci/run` calls ci/compat.sh once, with the versions it tests"
     ci_versions = {pinned, *newest[0].split()}
-    table = [line for line in (ROOT / "README.md").read_text().splitlines()
+    table = [line for line in (ROOT / "docs" / "ci.md").read_text().splitlines()
              if line.startswith("| ") and "`.ci/run`" in line]
     readme_versions = {re.match(r"\| (\d+\.\d+\.\d+)", line)[1] for line in table}
     assert readme_versions == ci_versions, (readme_versions, ci_versions)
