@@ -144,6 +144,31 @@ def scatter_expert_rows_kernel(x_ptr, weight_ptrs, out_ptr, token_ids_ptr, strid
     w = tl.load(weight + cols, mask=cols < N)
     tl.store(out_ptr + tokens[:, None] * stride_om + cols[None, :], x[:, None] * w[None, :],
              mask=cols[None, :] < N)
+
+
+@triton.jit
+def double_rows_kernel(x_ptr, out_ptr, stride_m, stride_om, M, N, BLOCK_M: tl.constexpr,
+                       BLOCK_N: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    x = tl.load(x_ptr + offs_m[:, None] * stride_m + offs_n[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :], x * 2.0, mask=mask)
+"""
+
+TWO_PRODUCTS_LAUNCH = """
+kernel = "kernels/loaded.py:double_rows_kernel"
+rows = 64
+grid = ["rows/16"]
+[arguments]
+x_ptr = {shape = ["rows", 4096], dtype = "float32"}
+out_ptr = {shape = ["rows", 4096], dtype = "float32"}
+stride_m = 4096
+stride_om = 4096
+M = "rows"
+N = 4096
+BLOCK_M = 16
+BLOCK_N = 4096
 """
 
 OFFSETS_LAUNCH = """
@@ -421,13 +446,35 @@ def test_a_grid_past_what_cuda_launches_is_a_reason_to_skip_not_a_failure():
         _check_device_grid((2, 65_540))
 
 
-def test_a_table_of_cumulative_counts_filled_with_the_slot_gets_a_note_on_its_values(tmp_path):
+def test_a_table_of_cumulative_counts_filled_with_the_slot_gets_a_note_and_does_not_pass(
+        tmp_path):
+    """Filled with the slot, a cumulative count reaches no row past 2**31: `--run` says the
+    test is no reproduction, and exits 1."""
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "loaded.py").write_text(textwrap.dedent(LOADED_ROWS).lstrip())
     launch = OFFSETS_LAUNCH.replace('values = ["slot", "slot + 1"]', "values = [2, 4]")
     (tmp_path / "launch.toml").write_text(launch)
     written = _cli("repro", "kernels/loaded.py:15", "--launch", "launch.toml", "-o", "out",
-                   cwd=tmp_path)
-    assert written.returncode == 0, written.stderr
+                   "--run", cwd=tmp_path)
     assert 'note: `cu_num_tokens_ptr` holds [2, 4], a cumulative count ending at the 4 rows' \
         in written.stderr and 'values = ["slot", "slot + 1"]' in written.stderr, written.stderr
+    assert written.returncode == 1 and "NOT as a reproduction should be" in written.stdout, \
+        written.stdout + written.stderr
+
+
+def test_the_fix_widens_every_product_of_the_row_and_run_works_from_a_relative_folder(tmp_path):
+    """A block of rows read from one tensor and written to another: the finding's fix alone
+    leaves the other product to wrap, so the test with the fix writes in both, the report's
+    diff shows both, and `--run` (with `-o` relative, as the docs show it) says it
+    reproduces."""
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "loaded.py").write_text(textwrap.dedent(LOADED_ROWS).lstrip())
+    (tmp_path / "launch.toml").write_text(TWO_PRODUCTS_LAUNCH)
+    written = _cli("repro", "kernels/loaded.py:37", "--launch", "launch.toml", "-o", "out",
+                   "--run", cwd=tmp_path)
+    assert written.returncode == 0, written.stdout + written.stderr
+    assert "as a reproduction should be: every test of the kernel as shipped fails" in \
+        written.stdout, written.stdout
+    report = (tmp_path / "out" / "overflow_double_rows_kernel_loaded_37.md").read_text()
+    assert "@@ -37 +37 @@" in report and "@@ -38 +38 @@" in report, report
+    assert "seconds = {'interpreter': " in next((tmp_path / "out").glob("test_*.py")).read_text()

@@ -68,6 +68,8 @@ class Reproduction(Case):
     rows_from: ClassVar[str]
     stride: ClassVar[str | None] = None
     fix: ClassVar[dict[str, Any]]
+    # The fixes of the kernel's other products of the same row, written in with ``fix``.
+    also_fix: ClassVar[list[dict[str, Any]]] = []
     launch_description: ClassVar[dict[str, Any]]
     # Planted float rows hold this share of NaNs, for a kernel whose output counts them.
     nan_fraction: ClassVar[float] = 0.0
@@ -129,7 +131,7 @@ class Reproduction(Case):
         module = _with_jit_functions_bound(module)
         if self.widened:
             fixed = self.source_path(self.line_in) if self.line_in else path
-            module = _with_fix(module, path, self.kernel, self.fix, fixed)
+            module = _with_fix(module, path, self.kernel, [self.fix, *self.also_fix], fixed)
         _drop_stand_ins(module)
         return module
 
@@ -459,20 +461,25 @@ def _addresses(table: TensorArgument, pointees: dict[str, torch.Tensor],
     return addresses
 
 
-def _with_fix(module: ModuleType, path: Path, kernel: str, fix: dict[str, Any],
+def _with_fix(module: ModuleType, path: Path, kernel: str, fixes: list[dict[str, Any]],
               fixed: Path) -> ModuleType:
-    """The kernel's module with the kernel rebuilt from its file with ``fix`` written into
-    ``fixed``: the kernel's own file, or the file of a jit helper it calls (then the helper is
-    rebuilt with the fix, and the kernel from its own text around it)."""
+    """The kernel's module with the kernel rebuilt from its file with ``fixes`` (the finding's
+    own first) written into ``fixed``: the kernel's own file, or the file of a jit helper it
+    calls (then the helper is rebuilt with them, and the kernel from its own text around
+    it)."""
     from triton_overflow.lint.discover import load_module
     from triton_overflow.lint.verify import edited_text, rebuilt
-    text = fixed.read_text()
-    line = _fix_line(text, fix)
-    if line is None:  # the product is gone: the kernel as found is the widened one
+    edited = fixed.read_text()
+    lines = []
+    for fix in fixes:
+        line = _fix_line(edited, fix)
+        if line is None:  # the product is gone (fixed upstream): nothing to write
+            continue
+        edited = edited_text(edited, line, fix["replace"], fix["with"])
+        assert edited is not None  # _fix_line found it there
+        lines.append(line)
+    if not lines:  # the kernel as found is the widened one
         return module
-    edited = edited_text(text, line, fix["replace"], fix["with"])
-    assert edited is not None  # _fix_line found it there
-    fix = {**fix, "line": line}
     widened = ModuleType(f"{module.__name__}_widened")
     vars(widened).update(vars(module))
     if fixed != path:
@@ -480,7 +487,7 @@ def _with_fix(module: ModuleType, path: Path, kernel: str, fix: dict[str, Any],
         if helper_module is None:
             raise RuntimeError(f"{fixed}: cannot load the helper to fix: {note}")
         helper_module = _with_jit_functions_bound(helper_module)
-        helper = _function_at(edited, fix["line"])
+        helper = _function_at(edited, lines[0])
         new_helper = rebuilt(helper_module, fixed, helper, edited, f"{fixed} (widened)")
         for attribute, value in vars(module).items():
             old = _launchable(value)

@@ -34,7 +34,8 @@ class ReproError(ValueError):
 
 
 def main(args):
-    """The ``repro`` command; the exit code (0 written, 3 a usage error)."""
+    """The ``repro`` command; the exit code (0 written, and with ``--run`` reproduced; 1
+    written, but ``--run`` found it does not reproduce; 3 a usage error)."""
     try:
         written = write(args.finding, args.launch, args.launches, Path(args.output),
                         args.findings, args.product, args.rows_from)
@@ -44,12 +45,14 @@ def main(args):
     test, report = written
     print(f"repro: wrote {test} and {report}")
     if args.run:
-        results, seconds = run(test)
+        results, seconds, reproduces = run(test, int(args.finding.rpartition(":")[2]))
         report.write_text(report.read_text() + results)
         if seconds:
             test.write_text(test.read_text().replace("\n    seconds = {}\n",
                                                      f"\n    seconds = {seconds!r}\n", 1))
         print(results)
+        if not reproduces:
+            return 1
     else:
         print(f"repro: run it with `python -m pytest {test}`; `--run` runs it and adds the "
               "results to the report")
@@ -66,14 +69,15 @@ def write(where, launch_file, launches_file, output, findings_file=None, product
     if rows_from is not None and not ROWS_FROM.fullmatch(rows_from):
         raise ReproError(f"--rows-from is program_id(AXIS), loop:ARGUMENT or load:TABLE; got "
                          f"{rows_from!r}")
-    finding = _finding(Path(file), int(line), findings_file, product)
+    finding, report = _finding(Path(file), int(line), findings_file, product)
     inferred, stride = _row_and_stride(finding, required=rows_from is None)
     rows_from = rows_from or inferred
     launch = _launch(finding, launch_file, launches_file, rows_from)
     parameters = _parameters(Path(finding["kernel_file"]), finding["kernel"])
     if parameters is not None:
         check_arguments(launch, parameters)
-    attributes = _attributes(finding, launch, output, rows_from, stride)
+    attributes = _attributes(finding, launch, output, rows_from, stride,
+                             _same_row_fixes(report, finding, rows_from))
     note = _offsets_note(parse(attributes["launch_description"]), rows_from)
     if note:
         print(f"repro: note: {note}", file=sys.stderr)
@@ -114,7 +118,26 @@ def _finding(file, line, findings_file, product):
         products = ", ".join(f"`{f['product']}` ({f['kernel']})" for f in findings)
         raise ReproError(f"{file}:{line} has {len(findings)} findings: {products}; choose one "
                          "with --product")
-    return findings[0]
+    return findings[0], report
+
+
+def _same_row_fixes(report, finding, rows_from):
+    """The fixes of the kernel's other errors whose row is the finding's, in the finding's
+    file: widened alone, the finding's product leaves theirs, which the test reaches too."""
+    own = finding.get("fix") or {}
+    seen = {(own.get("line"), own.get("replace"))}
+    fixes = []
+    for kernel in report.get("kernels", []):
+        for other in kernel.get("findings", []):
+            fix = other.get("fix") or {}
+            key = (fix.get("line"), fix.get("replace"))
+            if other.get("level") != "error" or other["kernel"] != finding["kernel"] or \
+                    other["file"] != finding["file"] or key in seen or not fix.get("line") or \
+                    _row_and_stride(other, required=False)[0] != rows_from:
+                continue
+            seen.add(key)
+            fixes.append({"line": fix["line"], "replace": fix["replace"], "with": fix["with"]})
+    return sorted(fixes, key=lambda fix: fix["line"])
 
 
 def _elsewhere(report, file, otherwise):
@@ -223,7 +246,7 @@ def _row_and_stride(finding, required=True):
     return rows_from, stride
 
 
-def _attributes(finding, launch, output, rows_from, stride):
+def _attributes(finding, launch, output, rows_from, stride, also_fix=()):
     huge = _huge(finding)
     if huge not in launch.tensors:
         raise ReproError(f"the launch has no tensor argument `{huge}`, which the product "
@@ -240,6 +263,7 @@ def _attributes(finding, launch, output, rows_from, stride):
             "product": finding["product"], "huge": huge, "rows_from": rows_from,
             "stride": stride, "fix": {"line": fix.get("line"), "replace": fix.get("replace"),
                                       "with": fix.get("with")},
+            **({"also_fix": list(also_fix)} if also_fix else {}),
             "seconds": {},
             "launch_description": described(launch)}
 
@@ -305,19 +329,30 @@ class Test{name}(ReproductionTests):
 '''
 
 
+def _diff(path, fixes):
+    """The unified diff of ``fixes`` written into ``path``, a hunk a line."""
+    if not path.is_file():
+        return ""
+    lines = path.read_text().splitlines(keepends=True)
+    hunks = []
+    for fix in sorted(fixes, key=lambda fix: fix.get("line") or 0):
+        if not fix.get("line") or fix["line"] > len(lines):
+            continue
+        old = lines[fix["line"] - 1]
+        if fix["replace"] not in old:
+            continue
+        hunk = "".join(difflib.unified_diff([old], [old.replace(fix["replace"], fix["with"])],
+                                            f"a/{path}", f"b/{path}", n=0))
+        hunk = re.sub(r"^@@ -\d+ \+\d+ @@", f"@@ -{fix['line']} +{fix['line']} @@", hunk,
+                      flags=re.M)
+        hunks.append(hunk if not hunks else hunk.split("\n", 2)[2])
+    return "".join(hunks)
+
+
 def _report_text(finding, test, attributes):
     fix = finding.get("fix") or {}
-    diff = ""
-    path = Path(finding["file"])
-    if fix.get("line") and path.is_file():
-        lines = path.read_text().splitlines(keepends=True)
-        old = lines[fix["line"] - 1]
-        new = old.replace(fix["replace"], fix["with"]) if fix["replace"] in old else None
-        if new is not None:
-            diff = "".join(difflib.unified_diff([old], [new], f"a/{finding['file']}",
-                                                f"b/{finding['file']}", n=0))
-            diff = re.sub(r"^@@ -\d+ \+\d+ @@", f"@@ -{fix['line']} +{fix['line']} @@", diff,
-                          flags=re.M)
+    also = attributes.get("also_fix", [])
+    diff = _diff(Path(finding["file"]), [attributes["fix"], *also])
     reach = finding.get("reach")
     if isinstance(reach, int):
         reach = (f"the envelope lets {', '.join(f'`{t}`' for t in finding.get('tensors', []))} "
@@ -339,7 +374,7 @@ def _report_text(finding, test, attributes):
 
 ## The fix
 
-{fix.get("text", "(none proposed)")}
+{fix.get("text", "(none proposed)")}{_also_text(also)}
 
 ```diff
 {diff.rstrip() or "(the fix's line is not in the file)"}
@@ -347,15 +382,32 @@ def _report_text(finding, test, attributes):
 """
 
 
+def _also_text(also):
+    if not also:
+        return ""
+    lines = ", ".join(str(fix["line"]) for fix in also)
+    return (f"; and, for the other products of the same row in this kernel (lines {lines}), "
+            "their own fixes, which the test with the fix writes in too (widened alone, the "
+            "finding's product leaves theirs to wrap)")
+
+
 DURATION = re.compile(r"([0-9.]+)s call +\S+::(test_interpreter|test_gpu)\[")
 
 
-def run(test):
+WRAP_SHOWN = re.compile(r"(?:as shipped|with the fix), (?:in the interpreter|on the GPU "
+                        r"\([^)]*\)): (?:an i32 product wraps at [^:\n]+:\d+: int32 [^(\n]*|"
+                        r"the kernel faults[^\n]{0,80}|a checked row differs[^\n]{0,120})")
+SHIPPED_AT = re.compile(r"as shipped, in the interpreter: an i32 product wraps at [^:\n]*?"
+                        r"([^/\s]+\.py):(\d+):")
+
+
+def run(test, finding_line=None):
     """Run the generated tests: (their results as a report section: each test's verdict, what
-    each failure showed, and whether that is what a reproduction should show; the slowest
-    test of each tier that ran, in seconds)."""
-    completed = subprocess.run([sys.executable, "-m", "pytest", str(test), "-q", "-rA",
-                                "-p", "no:cacheprovider", "--tb=short", "--durations=0",
+    each failure showed, whether that is what a reproduction should show, and where the
+    shipped kernel wrapped if not at ``finding_line``; the slowest test of each tier that ran,
+    in seconds; whether it reproduces)."""
+    completed = subprocess.run([sys.executable, "-m", "pytest", str(test.resolve()), "-q",
+                                "-rA", "-p", "no:cacheprovider", "--tb=short", "--durations=0",
                                 "--durations-min=0"],
                                capture_output=True, text=True, cwd=test.parent)
     verdicts = [(line.split()[0], line.split()[1].rsplit("::", 1)[-1])
@@ -366,20 +418,28 @@ def run(test):
         tier = match[2].removeprefix("test_")
         if any(name.startswith(match[2]) for _, name in verdicts):
             seconds[tier] = max(seconds.get(tier, 0.0), round(float(match[1]), 1))
-    shown = sorted({match[0] for match in re.finditer(
-        r"(?:as shipped|with the fix), (?:in the interpreter|on the GPU \([^)]*\)): "
-        r"(?:an i32 product wraps at \S+: int32 [^(\n]*|the kernel faults[^\n]{0,80}|"
-        r"a checked row differs[^\n]{0,120})", completed.stdout)})
-    shown = [re.sub(r"\S*/(?=[^/\s]+\.py:\d+)", "", line) for line in shown]
+    shown = sorted({match[0] for match in WRAP_SHOWN.finditer(completed.stdout)})
+    shown = [re.sub(r"\S*/(?=[^/\s]+\.py[ :])", "", line) for line in shown]
     wrong = [name for verdict, name in verdicts
              if (verdict == "FAILED") != ("as-shipped" in name) or verdict == "ERROR"]
     ran_gpu = any("test_gpu" in name for _, name in verdicts)
-    skipped = completed.stdout.strip().splitlines()[-1:] or ["(no output)"]
+    last = completed.stdout.strip().splitlines()[-1:] or ["(no output)"]
+    reproduces = bool(verdicts) and not wrong
     verdict = ("as a reproduction should be: every test of the kernel as shipped fails, every "
-               "test with the fix passes" if verdicts and not wrong else
+               "test with the fix passes" if reproduces else
                "NOT as a reproduction should be: " + (", ".join(wrong) or "no test ran"))
+    elsewhere = sorted({f"{match[1]}:{match[2]}" for match in
+                        SHIPPED_AT.finditer(completed.stdout)
+                        if finding_line is not None and int(match[2]) != finding_line})
+    if elsewhere:
+        verdict += (f"; the kernel as shipped wrapped first at {', '.join(elsewhere)}, not at the "
+                    f"finding's line {finding_line}: an earlier product of the same row wraps "
+                    "before it")
+    if not verdicts:
+        last = [*completed.stdout.strip().splitlines()[-6:], *completed.stderr.strip()
+                .splitlines()[-6:]] or ["(no output)"]
     section = "\n".join([
         "", "## Results", "", f"{verdict}{'' if ran_gpu else ' (no GPU here: GPU tests skipped)'}.",
-        "", "```", *[f"{v} {name}" for v, name in verdicts], *skipped, "```", "",
+        "", "```", *[f"{v} {name}" for v, name in verdicts], *last, "```", "",
         "What the failing tests showed:", "", "```", *(shown or ["(no failure)"]), "```", ""])
-    return section, seconds
+    return section, seconds, reproduces
