@@ -385,8 +385,8 @@ def _report_text(finding, test, attributes):
 def _also_text(also):
     if not also:
         return ""
-    lines = ", ".join(str(fix["line"]) for fix in also)
-    return (f"; and, for the other products of the same row in this kernel (lines {lines}), "
+    lines = ("line " if len(also) == 1 else "lines ") + ", ".join(str(fix["line"]) for fix in also)
+    return (f"; and, for the other products of the same row in this kernel ({lines}), "
             "their own fixes, which the test with the fix writes in too (widened alone, the "
             "finding's product leaves theirs to wrap)")
 

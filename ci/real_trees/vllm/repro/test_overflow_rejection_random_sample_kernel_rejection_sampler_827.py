@@ -24,6 +24,9 @@ class RejectionRandomSampleKernelRejectionSampler827(Reproduction):
     fix = {'line': 827,
            'replace': '(start_idx + pos) * vocab_size',
            'with': 'tl.cast(start_idx + pos, tl.int64) * vocab_size'}
+    also_fix = [{'line': 823,
+                 'replace': '(start_idx + pos) * vocab_size',
+                 'with': 'tl.cast(start_idx + pos, tl.int64) * vocab_size'}]
     seconds = {'interpreter': 1.6, 'gpu': 12.4}
     launch_description = {'kernel': 'vllm/v1/sample/rejection_sampler.py:rejection_random_sample_kernel',
                           'rows': 2,

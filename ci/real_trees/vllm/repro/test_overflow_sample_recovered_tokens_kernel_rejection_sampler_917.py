@@ -24,6 +24,12 @@ class SampleRecoveredTokensKernelRejectionSampler917(Reproduction):
     fix = {'line': 917,
            'replace': 'token_idx * vocab_size',
            'with': 'tl.cast(token_idx, tl.int64) * vocab_size'}
+    also_fix = [{'line': 923,
+                 'replace': 'token_idx * vocab_size',
+                 'with': 'tl.cast(token_idx, tl.int64) * vocab_size'},
+                {'line': 928,
+                 'replace': 'token_idx * vocab_size',
+                 'with': 'tl.cast(token_idx, tl.int64) * vocab_size'}]
     seconds = {'interpreter': 2.0, 'gpu': 13.7}
     launch_description = {'kernel': 'vllm/v1/sample/rejection_sampler.py:sample_recovered_tokens_kernel',
                           'rows': 2,
