@@ -457,7 +457,8 @@ def _addresses(table: TensorArgument, pointees: dict[str, torch.Tensor],
     """A table of the addresses of its pointees, which it keeps alive."""
     addresses = torch.tensor([pointees[name].data_ptr() for name in table.pointers or ()],
                              dtype=table.dtype, device=device)
-    addresses.pointees = [pointees[name] for name in table.pointers or ()]  # type: ignore[attr-defined]
+    kept = [pointees[name] for name in table.pointers or ()]
+    addresses.pointees = kept  # type: ignore[attr-defined]
     return addresses
 
 
