@@ -102,8 +102,13 @@ The launch, described (TOML; "rows" is the launch's rows, which the test sets):
 or recorded: `triton-overflow record -o launches.json -- pytest tests/test_logits.py`, then
 `--launches launches.json`. A tensor may give its `values` (flat) or a `fill`; otherwise
 floats are random and ints zero. "slots" sizes the tables a loaded index selects (the tensor
-the product addresses among them); a grid axis "rows/N" has a program per N rows. The rows a
-reproduction handles and what it cannot show: docs/repro.md in the suite's repository.
+the product addresses among them); a grid axis "rows/N" has a program per N rows. A table of
+offsets places the slot checked by its values (values = ["slot", "slot + 1"]); a table of
+addresses is {pointers = ["name"]}, its tensors under [pointees]. The rows a reproduction
+handles and what it cannot show: docs/repro.md in the suite's repository.
+
+Exit codes: 0 written (with --run: and it reproduces), 1 written but --run found the tests are
+no reproduction, 3 a usage error (nothing written).
 """
 
 
