@@ -143,6 +143,32 @@ def test_a_misspelt_detector_fails_collection_with_the_detectors_known(tmp_path)
         in done.stderr, done.stderr
 
 
+SESSION_PROBE = """
+import os
+
+
+def test_session():
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    controller = os.getppid() if worker and worker.startswith("gw") and \\
+        os.environ.get("PYTEST_XDIST_TESTRUNUID") else os.getpid()
+    assert os.environ["TRITON_OVERFLOW_SESSION"] == str(controller)
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["alone", "under-xdist"])
+def test_a_pytest_started_inside_a_worker_is_a_session_of_its_own(tmp_path, workers):
+    """A test that starts pytest passes on its worker's variables: that pytest is a session of
+    its own (its shared values are its own), while xdist's real workers join their
+    controller's."""
+    (tmp_path / "test_probe.py").write_text(SESSION_PROBE)
+    inherited = {**os.environ, "PYTEST_XDIST_WORKER": "gw0",
+                 devices.SESSION_VARIABLE: "1"}  # as a test running in a worker has them
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           *workers], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env=inherited)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_a_child_past_its_timeout_is_killed_and_the_next_one_runs():
     late = run_isolated("tests.test_report:sleeps", mode="interpreter", timeout=2)
     assert late.status == "timeout" and late.seconds < 30

@@ -90,7 +90,9 @@ def pytest_load_initial_conftests(early_config, parser, args):
     # kernels then fail in the interpreter with "Cannot call @triton.jit'd outside of the
     # scope of a kernel" (pytest-xdist workers hid it: they inherit the flag).
     worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker:
+    # A worker of this session is a child of its controller; a pytest that a test starts
+    # inherits the variable from the worker it runs in, and is a session of its own.
+    if worker and devices.session() == str(os.getppid()):
         devices.pin_worker(worker)  # before anything in this process starts CUDA
     else:
         devices.start_run()
