@@ -399,7 +399,10 @@ def describe_error(error):
     message = lines[-1] if lines else ""
     if type(error).__name__ == "CompilationError" and lines:
         message = lines[-1]
-    return f"{type(error).__name__}: {message[:300]}"
+        marked = [lines[index - 1] for index in range(1, len(lines)) if set(lines[index]) == {"^"}]
+        if marked:  # the source line Triton's compiler points at
+            message = f"{message[:240]} (at `{marked[-1][:120]}`)"
+    return f"{type(error).__name__}: {message[:400]}"
 
 
 __all__ = ["Finding", "Report", "KernelResult", "check_kernel", "check_file_kernels",

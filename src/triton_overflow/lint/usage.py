@@ -186,12 +186,19 @@ class Usage(Addresses):
             self.pointers |= bases
             self._mark_offsets(alternative, bases)
 
-    def _mark_offsets(self, expression, bases):
-        """Everything in an address but its base is an integer offset."""
+    def _mark_offsets(self, expression, bases, seen=None):
+        """Everything in an address but its base is an integer offset, in the address and in
+        the local pointers it is built from (``rows = table + start`` then ``rows + offs``)."""
+        seen = set() if seen is None else seen
         for node in ast.walk(expression):
             if isinstance(node, ast.Name) and node.id not in bases and \
                     not self.bases(node) & bases:
                 self._mark_int(node)
+            elif isinstance(node, ast.Name) and node.id not in bases and \
+                    node.id in self.assigned and node.id not in seen:
+                seen.add(node.id)
+                for value in self.assigned[node.id]:
+                    self._mark_offsets(value, bases, seen)
             elif isinstance(node, ast.Call) and syntax.call_name(node) in ops.LOADS:
                 self._mark_int(node)
 
