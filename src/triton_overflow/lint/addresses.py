@@ -72,8 +72,9 @@ class Addresses:
         node = expression
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
             left = self.bases(node.left, seen)
-            return left if left else (self.bases(node.right, seen)
-                                      if isinstance(node.op, ast.Add) else set())
+            if left or self._made_pointer(node.left, set()):
+                return left  # a pointer made from an address: the rest are offsets
+            return self.bases(node.right, seen) if isinstance(node.op, ast.Add) else set()
         if isinstance(node, ast.Name):
             if node.id in self.params:
                 return {node.id}
@@ -107,6 +108,22 @@ class Addresses:
             return found
         return set()
 
+    def _made_pointer(self, expression, seen):
+        """Whether ``expression`` is a pointer made by a cast (``tl.load(table + i).to(
+        tl.pointer_type(tl.uint32))``), plus offsets, through local variables."""
+        node = expression
+        while isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            node = node.left
+        if isinstance(node, ast.Name) and node.id not in self.params and \
+                node.id not in seen and node.id in self.assigned:
+            seen.add(node.id)
+            return any(self._made_pointer(value, seen) for value in self.assigned[node.id])
+        if isinstance(node, ast.Call) and syntax.call_name(node) in ("to", "cast"):
+            target = node.args[0] if syntax.call_name(node) == "to" and node.args else \
+                syntax.argument(node, 1, "dtype")
+            return isinstance(target, ast.Call) and syntax.call_name(target) == "pointer_type"
+        return False
+
     def _loaded_from(self, expression, seen=None):
         """Pointer parameters whose loaded values flow into ``expression``. A load's value comes
         from its pointer, or from what ``other`` or an atomic's operands put there; what its
@@ -120,6 +137,14 @@ class Addresses:
                 found |= self.bases(node.args[0])
                 pending.extend(_value_operands(node))
                 continue
+            helper = self._helper(node) if isinstance(node, ast.Call) else None
+            if helper is not None:  # a helper that returns what it loads: ``_get_lora_id(...)``
+                names = [p.name for p in helper[0].params]
+                arguments = dict(zip(names, node.args))
+                arguments.update({k.arg: k.value for k in node.keywords if k.arg in names})
+                for name in helper[1].returned_loads():
+                    if name in arguments:
+                        found |= self.bases(arguments[name])
             if isinstance(node, ast.Name) and node.id in self.assigned and node.id not in seen:
                 seen.add(node.id)
                 pending.extend(self.assigned[node.id])
@@ -143,6 +168,13 @@ class Addresses:
             for value in self.assigned[expression.id]:
                 found += self._alternatives(value, seen)
             return found
+        if isinstance(expression, ast.BinOp) and isinstance(expression.op, (ast.Add, ast.Sub)):
+            # ``prev + offs`` where ``prev`` was set in each branch from another base: an
+            # address per branch, each base a pointer.
+            lefts = self._alternatives(expression.left, seen)
+            if len(lefts) > 1:
+                return [ast.BinOp(left=left, op=expression.op, right=expression.right)
+                        for left in lefts]
         return [expression]
 
     def _leftmost(self, expression, bases):
@@ -181,6 +213,22 @@ class Addresses:
             except (OSError, TypeError, ValueError):
                 found = None
         self._helpers[node.func.id] = found
+        return found
+
+    def returned_loads(self):
+        """Parameters whose loaded values this function returns as they are: ``return
+        tl.load(table + i)``, or a name assigned only such a load (a value computed from loads,
+        an argmax over them say, is not one)."""
+        found = set()
+        for node in ast.walk(self.tree):
+            if not isinstance(node, ast.Return) or node.value is None:
+                continue
+            values = self.assigned.get(node.value.id, []) if isinstance(node.value, ast.Name) \
+                else [node.value]
+            for value in values:
+                if isinstance(value, ast.Call) and syntax.call_name(value) in ops.LOADS and \
+                        value.args:
+                    found |= self.bases(value.args[0]) & set(self.params)
         return found
 
     def returned_bases(self, index=None):

@@ -31,7 +31,8 @@ from triton_overflow.lint.jit_functions import (declared_jit_functions, define, 
 EXTRA = "__overflow_lint_extra__"  # [(name, jit wrapper)] defined beside the module's names
 _TRITON_NAMES = {"triton": "triton", "tl": "triton.language", "language": "triton.language",
                  "libdevice": "triton.language.extra.libdevice"}
-_TRITON_MODULES = ("triton", "math", "functools", "typing", "__future__", "itertools")
+_TRITON_MODULES = ("triton", "math", "functools", "typing", "__future__", "itertools", "torch",
+                   "numpy")  # modules the check has imported itself: importing runs nothing new
 
 
 def load(file, tree, execute=True):
