@@ -8,6 +8,7 @@ Triton does not promise to keep. Each such patch lives here, with the versions i
 
 import ast
 import contextlib
+import contextvars
 import functools
 
 import numpy as np
@@ -235,18 +236,32 @@ def _is_loop_range(func):
     return isinstance(func, ast.Attribute) and func.attr == "range"
 
 
-loop_filter = None  # (start, end, step, values) -> the values an interpreted loop visits
+# (start, end, step, values) -> the values an interpreted grid-stride loop visits; set only
+# inside ``loops_narrowed_by``.
+_loop_filter: contextvars.ContextVar = contextvars.ContextVar("loop_filter", default=None)
+
+
+@contextlib.contextmanager
+def loops_narrowed_by(loop_filter):
+    """Inside the block, every interpreted loop whose start is computed from ``program_id``
+    visits only ``loop_filter(start, end, step, values)``."""
+    token = _loop_filter.set(loop_filter)
+    try:
+        yield
+    finally:
+        _loop_filter.reset(token)
 
 
 def int32_loop_range(*args, overflow_start_from_program_id=False, **_options):
     """What the GPU's loop variable is: an integer scalar tensor, int64 when a bound is. A loop
-    whose start is computed from ``program_id`` may be narrowed by ``loop_filter``."""
+    whose start is computed from ``program_id`` may be narrowed (``loops_narrowed_by``)."""
     bounds = [_as_int(value) for value in args]
     wide = any(_is_int64(value) for value in args)
     start, end, step = ((0, bounds[0], 1) if len(bounds) == 1 else
                         (bounds[0], bounds[1], 1) if len(bounds) == 2 else tuple(bounds[:3]))
     dtype = np.int64 if wide else np.int32
     values = range(start, end, step)
+    loop_filter = _loop_filter.get()
     if loop_filter is not None and overflow_start_from_program_id:
         values = loop_filter(start, end, step, values)
     for value in values:

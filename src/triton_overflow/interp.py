@@ -94,7 +94,7 @@ def only_programs(axis0_ids, axis=0):
     with compat.patched(executor_class, __call__=call), \
             compat.patched(builder, create_get_program_id=program_id,
                            create_get_num_programs=num_programs), \
-            compat.patched(compat, loop_filter=launch.loop_values):
+            compat.loops_narrowed_by(launch.loop_values):
         yield launch
 
 
