@@ -148,9 +148,7 @@ import os
 
 
 def test_session():
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    controller = os.getppid() if worker and worker.startswith("gw") and \\
-        os.environ.get("PYTEST_XDIST_TESTRUNUID") else os.getpid()
+    controller = os.getppid() if os.environ["PROBE_UNDER_XDIST"] == "1" else os.getpid()
     assert os.environ["TRITON_OVERFLOW_SESSION"] == str(controller)
 """
 
@@ -162,7 +160,8 @@ def test_a_pytest_started_inside_a_worker_is_a_session_of_its_own(tmp_path, work
     controller's."""
     (tmp_path / "test_probe.py").write_text(SESSION_PROBE)
     inherited = {**os.environ, "PYTEST_XDIST_WORKER": "gw0",
-                 devices.SESSION_VARIABLE: "1"}  # as a test running in a worker has them
+                 devices.SESSION_VARIABLE: "1",  # as a test running in a worker has them
+                 "PROBE_UNDER_XDIST": "1" if workers else "0"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
                            *workers], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300, env=inherited)
