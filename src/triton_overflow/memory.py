@@ -197,7 +197,7 @@ class AliasedDeviceMemory(MemoryBackend):
                                    index) if torch.cuda.is_available() else torch.device("cuda")
         self._mapped = 0
         self._background: tuple[torch.Tensor, ...] = ()
-        self._sparse: list[tuple] = []  # (mappings, handles, reservation, size) of each
+        self._reservations: list[tuple] = []  # (mappings, handles, reservation, size) of each
 
     @staticmethod
     def estimate(layout, dtype, rows):
@@ -240,8 +240,9 @@ class AliasedDeviceMemory(MemoryBackend):
         torch.cuda.init()
         torch.cuda.set_device(self.device)
         guard = 2**31 * dtype.itemsize  # unmapped below the tensor: a negative offset faults
+        self._mapped = 0
         try:
-            tensor, self._background, _ = self._map_span(layout, dtype, rows, guard)
+            tensor, self._background = self._map_span(layout, dtype, rows, guard)
             yield tensor
             torch.cuda.synchronize(self.device)
             del tensor
@@ -251,13 +252,13 @@ class AliasedDeviceMemory(MemoryBackend):
         self._release_all(strict=True)
 
     def sparse(self, layout, dtype, rows):
-        tensor, _, _ = self._map_span(layout, dtype, rows, 0)
+        tensor, _ = self._map_span(layout, dtype, rows, 0)
         return tensor.zero_()  # every row, through the few blocks most of them share
 
     def _map_span(self, layout, dtype, rows, guard):
-        """(tensor, tensors over its shared memory, its mapped bytes): ``layout`` in virtual
-        memory after ``guard`` unmapped bytes, every chunk under ``rows`` its own, the other
-        chunks sharing a few physical blocks; released by ``_release_all``."""
+        """(tensor, tensors over its shared memory): ``layout`` in virtual memory after
+        ``guard`` unmapped bytes, every chunk under ``rows`` its own, the other chunks sharing a
+        few physical blocks; released by ``_release_all``."""
         from cuda.bindings import driver
         prop = self._properties()
         granule = _call("cuMemGetAllocationGranularity", prop, driver
@@ -269,7 +270,7 @@ class AliasedDeviceMemory(MemoryBackend):
         handles: list = []
         mappings: list = []
         reservation = _call("cuMemAddressReserve", guard + span, granule, 0, 0)
-        self._sparse.append((mappings, handles, reservation, guard + span))
+        self._reservations.append((mappings, handles, reservation, guard + span))
         base = int(reservation) + guard
         for start, count in _runs(dedicated):
             handles.append(_call("cuMemCreate", count * granule, prop, 0))
@@ -289,12 +290,12 @@ class AliasedDeviceMemory(MemoryBackend):
                                    self.device) for count, (_, address) in shared.items())
         tensor = _tensor(base, layout.shape, (layout.row_stride * itemsize, itemsize), dtype,
                          self.device)
-        return tensor, background, span
+        return tensor, background
 
     def _release_all(self, strict):
         self._background = ()
-        while self._sparse:
-            _release(*self._sparse.pop(), strict=strict)
+        while self._reservations:
+            _release(*self._reservations.pop(), strict=strict)
 
     def _map(self, address, size, handle, mappings):
         from cuda.bindings import driver

@@ -139,9 +139,7 @@ class Addresses:
                 continue
             helper = self._helper(node) if isinstance(node, ast.Call) else None
             if helper is not None:  # a helper that returns what it loads: ``_get_lora_id(...)``
-                names = [p.name for p in helper[0].params]
-                arguments = dict(zip(names, node.args))
-                arguments.update({k.arg: k.value for k in node.keywords if k.arg in names})
+                arguments = _helper_arguments(node, helper[0])
                 for name in helper[1].returned_loads():
                     if name in arguments:
                         found |= self.bases(arguments[name])
@@ -246,9 +244,7 @@ class Addresses:
 
     def _helper_return_bases(self, node, helper, seen, index=None):
         jit_helper, usage = helper
-        names = [p.name for p in jit_helper.params]
-        arguments = dict(zip(names, node.args))
-        arguments.update({k.arg: k.value for k in node.keywords if k.arg in names})
+        arguments = _helper_arguments(node, jit_helper)
         found = set()
         for name in usage.returned_bases(index):
             if name in arguments:
@@ -272,6 +268,14 @@ class Addresses:
                     self._directly_int(name, pointer):
                 return True
         return False
+
+
+def _helper_arguments(call, jit_helper):
+    """{parameter of the helper: the expression ``call`` passes it}."""
+    names = [p.name for p in jit_helper.params]
+    arguments = dict(zip(names, call.args))
+    arguments.update({k.arg: k.value for k in call.keywords if k.arg in names})
+    return arguments
 
 
 def _converts(expression):

@@ -202,7 +202,7 @@ class Reproduction(Case):
         """The other tensors; one filled only where programs run costs, in the interpreter,
         only those rows."""
         rows, copies = self.launch_rows(run), 1 if self.by_program else 2
-        touched = len(self.programs_rows(run))
+        touched = self.programs_rows(run)
         total = 0
         sparse = _sparse_capable(run)
         for name, tensor in self.launched.tensors.items():
@@ -211,11 +211,10 @@ class Reproduction(Case):
             nbytes = tensor.nbytes(rows, run.rows)
             if _filled_where_programs_run(tensor, rows, run.rows):
                 if run.interpreted:
-                    nbytes = nbytes * touched // rows
+                    nbytes = nbytes * len(touched) // rows
                 elif sparse and tensor.dim_of(ROWS) == 0:
                     nbytes = BACKENDS[run.backend].estimate(
-                        _rows_layout(tensor, rows, run.rows), tensor.dtype,
-                        self.programs_rows(run))
+                        _rows_layout(tensor, rows, run.rows), tensor.dtype, touched)
             total += copies * nbytes
         pointees = sum(tensor.nbytes(rows, run.rows) for tensor in self.launched.pointees.values())
         return total + pointees + 2**20
@@ -455,9 +454,9 @@ def _tensor(argument: TensorArgument, launch: Launch, rows: int, run: HugeRun,
 def _addresses(table: TensorArgument, pointees: dict[str, torch.Tensor],
                device: torch.device) -> torch.Tensor:
     """A table of the addresses of its pointees, which it keeps alive."""
-    addresses = torch.tensor([pointees[name].data_ptr() for name in table.pointers or ()],
-                             dtype=table.dtype, device=device)
     kept = [pointees[name] for name in table.pointers or ()]
+    addresses = torch.tensor([tensor.data_ptr() for tensor in kept], dtype=table.dtype,
+                             device=device)
     addresses.pointees = kept  # type: ignore[attr-defined]
     return addresses
 

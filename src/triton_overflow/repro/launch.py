@@ -46,7 +46,6 @@ SYMBOLS = (ROWS, SLOTS)
 
 
 _GRID_ROWS = re.compile(r"rows(/[1-9][0-9]*)?")
-SLOT = "slot"
 _SLOT_VALUE = re.compile(r"slot(?:\s*([+-])\s*([0-9]+))?")
 
 

@@ -330,19 +330,21 @@ class Test{name}(ReproductionTests):
 
 
 def _diff(path, fixes):
-    """The unified diff of ``fixes`` written into ``path``, a hunk a line."""
+    """The unified diff of ``fixes`` written into ``path`` as the test writes them in
+    (``edited_text``), a hunk a line."""
+    from triton_overflow.lint.verify import edited_text
     if not path.is_file():
         return ""
-    lines = path.read_text().splitlines(keepends=True)
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
     hunks = []
     for fix in sorted(fixes, key=lambda fix: fix.get("line") or 0):
-        if not fix.get("line") or fix["line"] > len(lines):
+        edited = edited_text(text, fix["line"], fix["replace"], fix["with"]) \
+            if fix.get("line") else None
+        if edited is None:
             continue
-        old = lines[fix["line"] - 1]
-        if fix["replace"] not in old:
-            continue
-        hunk = "".join(difflib.unified_diff([old], [old.replace(fix["replace"], fix["with"])],
-                                            f"a/{path}", f"b/{path}", n=0))
+        old, new = lines[fix["line"] - 1], edited.splitlines(keepends=True)[fix["line"] - 1]
+        hunk = "".join(difflib.unified_diff([old], [new], f"a/{path}", f"b/{path}", n=0))
         hunk = re.sub(r"^@@ -\d+ \+\d+ @@", f"@@ -{fix['line']} +{fix['line']} @@", hunk,
                       flags=re.M)
         hunks.append(hunk if not hunks else hunk.split("\n", 2)[2])
