@@ -4,7 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
-from triton_overflow.interp import int32_wrap_checked, only_programs, unwrap_interpreter_error
+from triton_overflow.interp.hooks import int32_wrap_checked, only_programs, unwrap_interpreter_error
 
 
 @triton.jit
@@ -111,7 +111,7 @@ def xor_reductions(rows=8, columns=16):
     gives; and whether the vectorised xor reduction is installed in this process."""
     import numpy as np
 
-    from triton_overflow import compat
+    from triton_overflow.interp import runtime
     generator = torch.Generator().manual_seed(0)
     keys = torch.randint(-2**31, 2**31 - 1, (rows, columns), dtype=torch.int32,
                          generator=generator)
@@ -125,7 +125,7 @@ def xor_reductions(rows=8, columns=16):
         [np.bitwise_xor.reduce(k, axis=None)], np.sort(k, 1).ravel(), -np.sort(-k.astype(np.int64), 1).ravel(),
         k[:, ::-1].ravel(), (-np.sort(-values.numpy(), 1)).view(np.int32).ravel()])
     return {"kernel": out.tolist(), "numpy": expected.astype(np.int32).tolist(),
-            "vectorised": compat._xor_reductions_installed}
+            "vectorised": runtime._xor_reductions_installed}
 
 
 @triton.jit
@@ -161,7 +161,7 @@ def _autotuned_fill_kernel(out_ptr, n, BLOCK: tl.constexpr):
 
 
 def autotuned_fill(which):
-    from triton_overflow.interp import configs_without_benchmarks
+    from triton_overflow.interp.hooks import configs_without_benchmarks
     out = torch.zeros(32, dtype=torch.int32)
     with configs_without_benchmarks(which) as ran:
         _autotuned_fill_kernel[lambda meta: (triton.cdiv(32, meta["BLOCK"]), )](out, 32)
@@ -169,7 +169,7 @@ def autotuned_fill(which):
 
 
 def presented_device(model):
-    from triton_overflow.device_view import presented
+    from triton_overflow.interp.device_view import presented
     with presented(model):
         properties = torch.cuda.get_device_properties(torch.device("cpu"))
         driver = triton.runtime.driver.active

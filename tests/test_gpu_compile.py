@@ -11,8 +11,9 @@ import pytest
 
 from tests.cases import Streaming, families
 from tests.lint_cli import run_python
-from triton_overflow import CompileSpec, mode
-from triton_overflow.isolation import run_isolated
+from triton_overflow import CompileSpec
+from triton_overflow.engine.isolation import run_isolated
+from triton_overflow.interp import execution_mode
 
 I32 = "*i32"
 
@@ -61,10 +62,10 @@ def test_compile_spec_guard_flags_a_kernel_without_one(tmp_path):
 
 def _accesses(streaming):
     spec = streaming.spec
-    outcome = run_isolated("triton_overflow.gpu_compile:global_accesses",
+    outcome = run_isolated("triton_overflow.engine.gpu_compile:global_accesses",
                            dict(kernel=spec.kernel, types=spec.types, constants=spec.constants,
                                 num_warps=spec.num_warps, aligned=streaming.aligned),
-                           mode=mode.COMPILE, timeout=300)
+                           mode=execution_mode.COMPILE, timeout=300)
     assert outcome.status == "passed", outcome.summary() + "\n" + outcome.output
     return outcome.value
 

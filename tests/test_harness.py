@@ -11,17 +11,17 @@ import pytest
 import torch
 
 from tests.lint_cli import run_python
-from triton_overflow import mode
-from triton_overflow.huge import first_wrapping_row, huge_layout, landing_row, wrapped_offset
-from triton_overflow.isolation import Outcome, run_isolated
-from triton_overflow.runner import gpu_caught
-from triton_overflow.memory import (GRANULE, SHARED_BLOCK, DenseDeviceMemory, _dedicated_chunks,
-                                     _shared_pieces)
+from triton_overflow.engine.huge import first_wrapping_row, huge_layout, landing_row, wrapped_offset
+from triton_overflow.engine.isolation import Outcome, run_isolated
+from triton_overflow.engine.memory import (GRANULE, SHARED_BLOCK, DenseDeviceMemory,
+                                           _dedicated_chunks, _shared_pieces)
+from triton_overflow.engine.runner import gpu_caught
+from triton_overflow.interp import execution_mode
 from triton_overflow.twin import twin_source
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANTED = ROOT / "tests" / "planted"
-INTERPRETER = mode.INTERPRETER
+INTERPRETER = execution_mode.INTERPRETER
 FAMILIES = sorted(path.stem for path in (ROOT / "kernels").glob("*.py")
                   if not path.stem.startswith("_"))
 
@@ -220,16 +220,16 @@ def test_isolation_contains_a_planted_fault():
     and its device still work afterwards."""
     on_gpu = torch.cuda.is_available()
     outcome = run_isolated(
-        "triton_overflow.runner:run_case",
+        "triton_overflow.engine.runner:run_case",
         dict(case="tests.cases.logprob:TOKEN_RANKS", wrap="negative",
              backend="dense-device" if on_gpu else "lazy-host", twin=True, wrap_check=False),
-        mode=mode.DEVICE if on_gpu else INTERPRETER, timeout=600)
+        mode=execution_mode.DEVICE if on_gpu else INTERPRETER, timeout=600)
     assert outcome.status in ("crashed", "failed"), outcome.summary()
     if outcome.status == "failed":
         assert outcome.faulted or outcome.wrong_row, \
             outcome.summary()
     from kernels.logprob import compute_token_ranks
-    device = torch.device("cpu" if mode.interpreted() else "cuda")
+    device = torch.device("cpu" if execution_mode.interpreted() else "cuda")
     logits = torch.tensor([[1.0, 3.0, 2.0]], device=device)
     assert compute_token_ranks(logits, torch.tensor([2], device=device)).tolist() == [2]
 
@@ -239,8 +239,8 @@ def test_a_serial_run_interprets_kernels_when_a_conftest_imports_triton(tmp_path
     """The plugin sets the interpreter flag before any conftest.py loads, so a conftest that
     imports Triton first (as this repository's does) cannot leave Triton's own library
     functions compiled-only. pytest-xdist workers inherit the flag, so the run is serial."""
-    from triton_overflow import compat
-    problem = compat.interpreter_problem()
+    from triton_overflow import triton_versions
+    problem = triton_versions.interpreter_problem()
     if problem:
         pytest.skip(problem)
     (tmp_path / "conftest.py").write_text("import triton\n")
@@ -309,7 +309,7 @@ def test_launchers_see_the_presented_gpu(model, multiprocessors):
 ], ids=["wrap check", "segfault before the checked rows", "wrong row", "killed", "timeout",
         "another error"])
 def test_an_interpreted_twin_is_caught_by_a_wrap_a_wrong_row_or_a_fault(outcome, caught):
-    from triton_overflow.runner import interpreter_caught
+    from triton_overflow.engine.runner import interpreter_caught
     assert interpreter_caught(outcome) is caught
 
 
@@ -332,8 +332,7 @@ def test_the_static_tier_checks_what_the_case_launches_not_the_module():
     """The module holds a WIDEN=False path (the module's lint fails); the fixed launcher never
     takes it, so its case passes; the buggy launcher's case has the error at its line."""
     from tests.engine_shaped import SCALE_ROWS, SCALE_ROWS_UNWIDENED
-    from triton_overflow.case_static import static_summary
-    from triton_overflow.case_static import lint_summary
+    from triton_overflow.engine.case_static import lint_summary, static_summary
     assert lint_summary("tests.engine_shaped", False)["exit"] == 1
     fixed = static_summary(SCALE_ROWS, twin=False)
     assert fixed["exit"] == 0 and fixed["kernels"] == ["_scale_rows_kernel"], fixed["text"]
@@ -352,7 +351,7 @@ def test_the_static_tier_checks_what_the_case_launches_not_the_module():
     ("SCALE_ROWS_PADDED", True, "wrapped")])
 def test_an_engine_shaped_kernel_needs_no_override_in_the_interpreter(case, twin, expected):
     """Autotuned, persistent, device-sized: the huge case runs as written, in seconds."""
-    outcome = run_isolated("triton_overflow.runner:run_case",
+    outcome = run_isolated("triton_overflow.engine.runner:run_case",
                            dict(case=f"tests.engine_shaped:{case}", wrap="negative",
                                 backend="lazy-host", twin=twin, wrap_check=True),
                            mode=INTERPRETER, timeout=600)

@@ -1,5 +1,5 @@
-"""``triton_overflow.interp_math``: libdevice functions run in Triton's CPU interpreter and give
-what float64 numpy gives, rounded to the input's dtype (within a few ulp)."""
+"""``triton_overflow.interp.libdevice``: libdevice functions run in Triton's CPU interpreter and
+give what float64 numpy gives, rounded to the input's dtype (within a few ulp)."""
 
 import math
 
@@ -12,14 +12,19 @@ from triton.language.extra import libdevice
 from triton.language.extra.cuda import libdevice as cuda_libdevice
 from triton.language.extra.libdevice import tanh
 
-from triton_overflow import compat, interp_math, mode
+from triton_overflow import triton_versions
+
+from triton_overflow.interp import execution_mode
+from triton_overflow.interp import runtime
+from triton_overflow.interp import libdevice as numpy_libdevice
 
 pytestmark = [
     pytest.mark.selftest,
-    pytest.mark.skipif(not mode.interpreted(), reason="checks the interpreter's libdevice "
-                       "hooks; kernels run natively here (pass --overflow-mode interpreter)"),
-    pytest.mark.skipif(compat.interpreter_problem() is not None,
-                       reason=str(compat.interpreter_problem())),
+    pytest.mark.skipif(not execution_mode.interpreted(),
+                       reason="checks the interpreter's libdevice hooks; kernels run natively "
+                       "here (pass --overflow-mode interpreter)"),
+    pytest.mark.skipif(triton_versions.interpreter_problem() is not None,
+                       reason=str(triton_versions.interpreter_problem())),
 ]
 INF, NAN = math.inf, math.nan
 RTOL = {torch.float32: 1e-6, torch.float64: 1e-12}
@@ -203,16 +208,16 @@ def test_every_import_style_reaches_the_hooks():
     for row, expected in enumerate([np.log1p(wide_x), np.log1p(wide_x), np.tanh(wide_x),
                                     wide_x ** 3, np.sqrt(wide_x)]):
         assert_close_to(out[row].numpy(), expected, torch.float32, f"row {row}")
-    if hasattr(compat.interpreter(), "_LangPatchScope"):
+    if hasattr(runtime.interpreter(), "_LangPatchScope"):
         assert {name: vars(libdevice)[name] for name in stubs} == stubs
         assert globals()["tanh"] is stubs["tanh"]
 
 
 def test_install_is_idempotent():
     """A second ``install`` changes nothing: the interpreter is wrapped once."""
-    assert interp_math.install()
-    interpreter = compat.interpreter()
+    assert numpy_libdevice.install()
+    interpreter = runtime.interpreter()
     wrapped = (interpreter._patch_lang, interpreter.InterpreterBuilder.create_extern_elementwise)
-    assert interp_math.install()
+    assert numpy_libdevice.install()
     assert (interpreter._patch_lang,
             interpreter.InterpreterBuilder.create_extern_elementwise) == wrapped

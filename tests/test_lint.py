@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.lint_cli import ROOT, WITHOUT_INTERPRETER, run_lint
-from triton_overflow import compat
+from triton_overflow import triton_versions
 
 PLANTED = ROOT / "tests" / "planted"
 FINDING = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+): (?P<level>error|warning|note): "
@@ -158,7 +158,7 @@ def test_safe_and_overflowing_plant_the_same_kernels():
                                   "int64_annotated_stride_kernel"}
 
 
-@pytest.mark.skipif(not compat.block_pointers_supported(),
+@pytest.mark.skipif(not triton_versions.block_pointers_supported(),
                     reason="this Triton removed tl.make_block_ptr; see the test below")
 def test_block_pointer_products_are_flagged_and_block_offsets_are_not():
     done = run_lint(PLANTED / "overflowing_block_pointers.py")
@@ -168,7 +168,7 @@ def test_block_pointer_products_are_flagged_and_block_offsets_are_not():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.skipif(compat.block_pointers_supported(),
+@pytest.mark.skipif(triton_versions.block_pointers_supported(),
                     reason="this Triton still has tl.make_block_ptr; see the test above")
 def test_block_pointer_kernels_are_reported_not_checked_where_triton_removed_them():
     done = run_lint(PLANTED / "safe_block_pointers.py")
@@ -431,11 +431,11 @@ def test_pointer_types_follow_what_a_load_returns(tmp_path):
                                                   _write(tmp_path, "typed_kernels.py", TYPED_KERNELS))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    types = plan(compat.jit_function_of(module.fallback_index_kernel)).types
+    types = plan(triton_versions.jit_function_of(module.fallback_index_kernel)).types
     assert [types[p] for p in ("idx_ptr", "fallback_ptr", "flag_ptr")] == ["*i32", "*i32", "*fp32"]
-    types = plan(compat.jit_function_of(module.reserved_slots_kernel)).types
+    types = plan(triton_versions.jit_function_of(module.reserved_slots_kernel)).types
     assert [types[p] for p in ("total_ptr", "length_ptr", "flag_ptr")] == ["*i32", "*i32", "*fp32"]
-    assert plan(compat.jit_function_of(module.lock_kernel)).types["lock_ptr"] != "*i1"
+    assert plan(triton_versions.jit_function_of(module.lock_kernel)).types["lock_ptr"] != "*i1"
 
 
 SLOT_KERNEL = """

@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 from tests.lint_cli import ROOT, run_lint
+from triton_overflow import triton_versions
 from triton_overflow.lint.report import JSON_SCHEMA
 from triton_overflow.lint.verify import locate
 
@@ -217,7 +218,7 @@ def block_offsets_kernel(x_ptr, n, stride, BM: tl.constexpr = 16):
 '''
 
 
-@pytest.mark.skipif(not __import__("triton_overflow").compat.block_pointers_supported(),
+@pytest.mark.skipif(not triton_versions.block_pointers_supported(),
                     reason="this Triton removed tl.make_block_ptr")
 def test_fixes_that_cannot_hold_alone_say_so_and_none_casts_a_product(tmp_path):
     """A value carried through a loop takes its widening from where it starts too: the edit

@@ -6,15 +6,16 @@ import re
 import pytest
 
 from tests.cases.logprob import TOKEN_RANKS
-from triton_overflow import mode
-from triton_overflow.isolation import run_isolated
-from triton_overflow.runner import sanitizer_report
+from triton_overflow.engine.isolation import run_isolated
+from triton_overflow.engine.runner import sanitizer_report
+from triton_overflow.interp import execution_mode
 
 pytestmark = [pytest.mark.gpu, pytest.mark.selftest]
 
 
 def _probe(function, **kwargs):
-    return run_isolated(f"tests.vmm_probe:{function}", kwargs, mode=mode.DEVICE, timeout=600)
+    return run_isolated(f"tests.vmm_probe:{function}", kwargs, mode=execution_mode.DEVICE,
+                        timeout=600)
 
 
 def test_unplanted_rows_alias_and_planted_rows_have_their_own_pages():

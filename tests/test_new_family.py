@@ -14,7 +14,7 @@ import tests.test_harness as harness
 from ci import benchmark
 from tests.cases import families, family_root
 from tests.test_gpu_compile import launched_kernels, specified_kernels, streaming_kernels
-from triton_overflow import devices
+from triton_overflow.engine import devices
 
 pytestmark = pytest.mark.selftest
 

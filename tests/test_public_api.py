@@ -14,7 +14,7 @@ PUBLIC = {
     "OVERFLOWS": "triton_overflow.cases", "SAFE": "triton_overflow.cases",
     "Case": "triton_overflow.cases", "RowsCase": "triton_overflow.cases",
     "SlotTableCase": "triton_overflow.cases", "HugeRun": "triton_overflow.cases",
-    "CompileSpec": "triton_overflow.cases", "OverflowTests": "triton_overflow.tiers",
+    "CompileSpec": "triton_overflow.cases", "OverflowTests": "triton_overflow.plugin.tiers",
     "RowMismatch": "triton_overflow.compare", "assert_rows_close": "triton_overflow.compare",
     "assert_rows_equal": "triton_overflow.compare", "Benchmark": "triton_overflow.bench",
 }

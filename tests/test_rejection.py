@@ -216,7 +216,7 @@ class TestOverflow(OverflowTests):
 
 def _widening(kernel, undone):
     """The index of the widening ``undone`` in ``kernel`` of kernels/rejection.py."""
-    from triton_overflow.lint.summary import function_at
+    from triton_overflow.locations import function_at
     from triton_overflow.twin import list_widenings
     file = "kernels/rejection.py"
     found = [index for index, w in enumerate(list_widenings(file))
@@ -238,7 +238,7 @@ def test_rows_alone_catch_the_mutants_that_once_survived(case, kernel, undone):
     """Aliased, without the wrap check (the oracle the GPU tier has): wrong target block
     statistics, a wrong draft log-sum-exp and a wrong draft row in the resample each change the
     tokens. Each of these mutants passed the cases as they were before."""
-    from triton_overflow.runner import run_huge
+    from triton_overflow.engine.runner import run_huge
     outcome = run_huge(case, "aliased", "lazy-host", twin=True, wrap_check=False,
                        widening=_widening(kernel, undone))
     assert outcome.wrong_row, \

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from triton_overflow import devices
-from triton_overflow.isolation import Outcome, run_isolated
+from triton_overflow.engine import devices
+from triton_overflow.engine.isolation import Outcome, run_isolated
 
 pytestmark = pytest.mark.selftest
 
@@ -177,7 +177,7 @@ def test_a_child_past_its_timeout_is_killed_and_the_next_one_runs():
 def test_a_shared_value_is_computed_once_a_session(monkeypatch):
     """Once in a pytest session, its workers included; a pytest started inside a test (a
     session of its own in the same run) computes its own: its code may have changed."""
-    from triton_overflow import shared
+    from triton_overflow.engine import session_values
     monkeypatch.setenv(devices.RUN_VARIABLE, f"selftest-shared-{os.getpid()}")
     monkeypatch.setenv(devices.SESSION_VARIABLE, "1")  # a session this process does not control
     calls = []
@@ -186,19 +186,19 @@ def test_a_shared_value_is_computed_once_a_session(monkeypatch):
         calls.append(1)
         return {"findings": len(calls)}
     try:
-        assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
-        assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
-        assert shared.once(["lint", "kernels.gumbel"], compute) == {"findings": 2}
-        shared.clear()  # not this process's session: kept
-        assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
+        assert session_values.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
+        assert session_values.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
+        assert session_values.once(["lint", "kernels.gumbel"], compute) == {"findings": 2}
+        session_values.clear()  # not this process's session: kept
+        assert session_values.once(["lint", "kernels.min_p"], compute) == {"findings": 1}
         monkeypatch.setenv(devices.SESSION_VARIABLE, "2")  # a pytest inside a test
-        assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 3}
+        assert session_values.once(["lint", "kernels.min_p"], compute) == {"findings": 3}
         monkeypatch.setenv(devices.SESSION_VARIABLE, "1")
     finally:
         monkeypatch.setenv(devices.SESSION_VARIABLE, str(os.getpid()))
-        shared.clear()
-    assert shared.once(["lint", "kernels.min_p"], compute) == {"findings": 4}
-    shared.clear()
+        session_values.clear()
+    assert session_values.once(["lint", "kernels.min_p"], compute) == {"findings": 4}
+    session_values.clear()
     for left in devices.run_path("").parent.glob(devices.run_path(".shared-*").name):
         shutil.rmtree(left)  # the sessions this process does not control
 
@@ -207,7 +207,7 @@ def test_the_kernels_own_huge_run_is_made_once_a_run_and_read_back_whole(monkeyp
     """The huge case's test and a widening test asking the same run share one child; what the
     second reads is the outcome the first saw, fault signal and all."""
     from tests.cases.min_p import MIN_P
-    from triton_overflow import runner, shared
+    from triton_overflow.engine import runner, session_values
     monkeypatch.setenv(devices.RUN_VARIABLE, f"selftest-kernel-outcome-{os.getpid()}")
     monkeypatch.setenv(devices.SESSION_VARIABLE, str(os.getpid()))
     runs = []
@@ -215,15 +215,15 @@ def test_the_kernels_own_huge_run_is_made_once_a_run_and_read_back_whole(monkeyp
     def run_huge(case, wrap, backend, wrap_check=False):
         runs.append((case.name, wrap, backend, wrap_check))
         return Outcome("crashed", 2.5, message="killed by SIGSEGV", returncode=-signal.SIGSEGV,
-                       extra={"gpu": "0"})
+                       fields={"gpu": "0"})
     monkeypatch.setattr(runner, "run_huge", run_huge)
     try:
         first = runner.kernel_outcome(MIN_P, "aliased", "aliased-device")
         again = runner.kernel_outcome(MIN_P, "aliased", "aliased-device")
         checked = runner.kernel_outcome(MIN_P, "aliased", "aliased-device", wrap_check=True)
     finally:
-        shared.clear()
+        session_values.clear()
     assert runs == [(MIN_P.name, "aliased", "aliased-device", False),
                     (MIN_P.name, "aliased", "aliased-device", True)]
-    assert again == first and again.faulted and again.extra == {"gpu": "0"}
+    assert again == first and again.faulted and again.fields == {"gpu": "0"}
     assert checked == first

@@ -10,7 +10,8 @@ import kernels.topk_topp as kernel_module
 import reference.topk_topp as reference
 from kernels.topk_topp import LOGITS_DTYPES, SCRATCH, apply_top_k_top_p
 from tests.strategies import LogitsSpec, build_logits, logits_specs, top_k_values, top_p_values
-from triton_overflow import OverflowTests, compat
+from triton_overflow import OverflowTests
+from triton_overflow import triton_versions
 from tests.cases import topk_topp as family
 from tests.lint_cli import WITHOUT_INTERPRETER, run_python
 from tests.validation import arguments_covered, assert_rejected
@@ -136,8 +137,8 @@ for k, p, vocab in ((5, None, 600), (None, 0.9, 5000), (50, 0.9, 3000), (700, 0.
 def test_runs_in_tritons_own_interpreter():
     """In TRITON_INTERPRET=1 without this suite's plugin, whose loop variables are int32
     scalars: a range loop's variable there is a Python int (the digit loops cast it)."""
-    if compat.interpreter_problem() is not None:
-        pytest.skip(compat.interpreter_problem())
+    if triton_versions.interpreter_problem() is not None:
+        pytest.skip(triton_versions.interpreter_problem())
     done = run_python("-c", _PLAIN_INTERPRETER_RUN, env={**WITHOUT_INTERPRETER,
                                                           "TRITON_INTERPRET": "1"})
     assert done.returncode == 0, done.stdout + done.stderr

@@ -4,8 +4,8 @@ import torch
 import triton
 import triton.language as tl
 
-from triton_overflow.huge import HugeLayout, huge_layout
-from triton_overflow.memory import GRANULE, SHARED_BLOCK, AliasedDeviceMemory
+from triton_overflow.engine.huge import HugeLayout, huge_layout
+from triton_overflow.engine.memory import GRANULE, SHARED_BLOCK, AliasedDeviceMemory
 
 
 @triton.jit

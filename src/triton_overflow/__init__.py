@@ -1,7 +1,8 @@
 """triton_overflow: an int32 offset overflow suite for Triton kernels, for your own kernels.
 
 * the static check: ``triton-overflow lint PATH`` (``triton_overflow.lint``);
-* launch recording: ``triton-overflow record -o FILE -- COMMAND`` (``triton_overflow.record``);
+* launch recording: ``triton-overflow record -o FILE -- COMMAND``
+  (``triton_overflow.lint.record``);
 * huge cases past 2**31 elements, on lazily allocated CPU memory in Triton's interpreter or on
   a GPU, each proven against the kernel's int32 twin: describe your kernel with ``RowsCase``,
   ``SlotTableCase`` or ``Case`` and list it on a subclass of ``OverflowTests``;
@@ -11,14 +12,12 @@
 * the pytest plugin (loaded by the ``pytest11`` entry point): markers, options, the report
   header and the kernel x detector report behind ``triton-overflow validate``.
 
-One concern per module: ``cases`` (the case API), ``tiers`` (the generated tests),
-``widenings`` (the mutant tests), ``case_static`` (the static tier of one case), ``runner`` (one
-huge case, parent and child side), ``memory`` (the huge tensors' backends), ``huge``
-(geometry), ``isolation`` (child processes), ``devices``, ``shared``, ``report``, ``plugin``,
-``mode`` (interpreter or device), ``compat`` (Triton versions), ``interp`` (interpreter hooks),
-``interp_math`` (libdevice math in the interpreter), ``device_view`` (the GPU a launcher sees in
-the interpreter), ``twin``, ``compare``, ``validate``, ``gpu_compile``, ``record``, ``bench``,
-``lint``, ``repro``, ``philox`` (``tl.rand`` replayed in numpy, for references of sampling kernels).
+The package in layers (CONTRIBUTING.md says what each module holds): this public face
+(``cases``, ``compare``, ``bench``, ``philox``, ``cli``); ``plugin/``, the pytest side (hooks,
+the generated tests, the detector report); ``engine/``, the huge-run engine (a case in a child
+process, its memory, its devices); ``interp/``, Triton's interpreter made to run huge cases;
+``lint/``, the static check; ``repro/``, reproductions; and the foundations they share
+(``locations``, ``triton_versions``, ``twin``).
 """
 
 from typing import TYPE_CHECKING
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from triton_overflow.cases import (OVERFLOWS, SAFE, Case, CompileSpec, HugeRun, RowsCase,
                                        SlotTableCase)
     from triton_overflow.compare import RowMismatch, assert_rows_close, assert_rows_equal
-    from triton_overflow.tiers import OverflowTests
+    from triton_overflow.plugin.tiers import OverflowTests
 else:
     # Imported on first use, so that importing the package (the pytest plugin does, before
     # torch is needed) stays cheap. Type checkers see the imports above instead, and no
@@ -41,7 +40,7 @@ else:
         "Case": "triton_overflow.cases", "RowsCase": "triton_overflow.cases",
         "SlotTableCase": "triton_overflow.cases", "HugeRun": "triton_overflow.cases",
         "CompileSpec": "triton_overflow.cases", "SAFE": "triton_overflow.cases",
-        "OVERFLOWS": "triton_overflow.cases", "OverflowTests": "triton_overflow.tiers",
+        "OVERFLOWS": "triton_overflow.cases", "OverflowTests": "triton_overflow.plugin.tiers",
         "assert_rows_equal": "triton_overflow.compare",
         "assert_rows_close": "triton_overflow.compare",
         "RowMismatch": "triton_overflow.compare", "Benchmark": "triton_overflow.bench",

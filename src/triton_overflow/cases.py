@@ -2,7 +2,7 @@
 
 A huge case puts a tensor of just past 2**31 elements (the logits, or a per-request table) in
 front of a kernel and checks the rows whose offsets cross 2**31. The suite decides the geometry
-(``triton_overflow.huge``), obtains the memory (lazily on the CPU, densely or through virtual
+(``triton_overflow.engine.huge``), obtains the memory (lazily on the CPU, densely or through virtual
 memory on a GPU), plants the rows, runs only the programs that touch them in the interpreter, and
 runs the same case against the kernel's int32 twin. A case says only what is specific to its
 kernel:
@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import torch
 
 from triton_overflow.compare import assert_rows_close, assert_rows_equal
-from triton_overflow.huge import HugeLayout
+from triton_overflow.engine.huge import HugeLayout
 
 SAFE = "safe"
 OVERFLOWS = "overflows"

@@ -170,7 +170,7 @@ def main(argv=None):
     if args.command == "lint":
         return _lint(args)
     if args.command == "record":
-        from triton_overflow.record import main as record_main
+        from triton_overflow.lint.record import main as record_main
         command = args.argv
         if command and command[0] == "--":
             command = command[1:]
@@ -182,7 +182,7 @@ def main(argv=None):
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
         return repro_main(args)
-    from triton_overflow.validate import main as validate_main
+    from triton_overflow.plugin.validate import main as validate_main
     return validate_main(args.out, args.profile, args.pytest_args)
 
 
@@ -191,8 +191,9 @@ def _lint(args):
     # As `python -m`, the current directory is importable: kernel files import their package.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
-    from triton_overflow import mode
-    mode.configure(mode.COMPILE)  # TTIR is built with the interpreter off, whatever the shell says
+    from triton_overflow.interp import execution_mode
+    # TTIR is built with the interpreter off, whatever the shell says.
+    execution_mode.configure(execution_mode.COMPILE)
     from triton_overflow.lint import launches, report as formats
     from triton_overflow.lint import lint
 

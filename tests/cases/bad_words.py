@@ -5,8 +5,8 @@
 import torch
 
 import reference.bad_words as reference
-from triton_overflow.bench import Benchmark
 from triton_overflow import CompileSpec, RowsCase, SlotTableCase
+from triton_overflow.bench import Benchmark
 
 HISTORY = (4, 8, 15)  # the last output tokens of every planted history
 WORDS = ((8, 15, 42), (15, 77), (99, 100, 101), (123, ))

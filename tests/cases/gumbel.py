@@ -5,8 +5,8 @@ import torch
 
 import reference.gumbel as reference
 from tests.cases import Streaming
-from triton_overflow.bench import Benchmark
 from triton_overflow import Case, CompileSpec, RowsCase, assert_rows_close, assert_rows_equal
+from triton_overflow.bench import Benchmark
 
 TEMPERATURE = 0.7
 SEED = 1234567

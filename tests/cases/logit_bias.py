@@ -4,8 +4,8 @@ huge ``allowed_token_ids [max_num_reqs, 1024]`` table read at a high request slo
 import torch
 
 import reference.logit_bias as reference
-from triton_overflow.bench import Benchmark
 from triton_overflow import CompileSpec, RowsCase, SlotTableCase
+from triton_overflow.bench import Benchmark
 
 ALLOWED = (3, 70000, 131071, 5, 9)
 BIASED = (70000, 5, 17)

@@ -3,8 +3,8 @@
 import torch
 
 import reference.logprob as reference
-from triton_overflow.bench import Benchmark
 from triton_overflow import CompileSpec, RowsCase
+from triton_overflow.bench import Benchmark
 
 TOKEN_IDS = (7, 0, 2**17 - 1)  # first, last and an interior vocab entry
 I64 = "*i64"

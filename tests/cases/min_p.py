@@ -4,8 +4,8 @@ import torch
 
 import reference.min_p as reference
 from tests.cases import Streaming
-from triton_overflow.bench import Benchmark
 from triton_overflow import CompileSpec, RowsCase
+from triton_overflow.bench import Benchmark
 
 I32 = "*i32"
 

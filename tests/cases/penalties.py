@@ -6,8 +6,8 @@ import torch
 
 import reference.penalties as reference
 from tests.cases import Streaming
-from triton_overflow.bench import Benchmark
 from triton_overflow import Case, CompileSpec, RowsCase, SlotTableCase, assert_rows_equal
+from triton_overflow.bench import Benchmark
 
 VOCAB = 2**17
 PENALTIES = (1.3, 0.4, 0.25)  # repetition, frequency, presence

@@ -17,9 +17,9 @@ import torch
 
 from reference.rejection import rejection_sample as reference_rejection_sample
 from reference.rejection import uniform64
-from triton_overflow.bench import Benchmark
 from triton_overflow import Case, CompileSpec, assert_rows_equal
-from triton_overflow.huge import landing_row
+from triton_overflow.bench import Benchmark
+from triton_overflow.engine.huge import landing_row
 
 STEPS = 3
 ROWS = STEPS + 1

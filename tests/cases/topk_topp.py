@@ -6,8 +6,8 @@ import torch
 
 from kernels import topk_topp
 from reference.topk_topp import assert_valid_mask
-from triton_overflow.bench import Benchmark
 from triton_overflow import CompileSpec, RowsCase
+from triton_overflow.bench import Benchmark
 
 _TYPES = {"k_ptr": "*i32", "ids_ptr": "*i32", "counter_ptr": "*i32", "mask_value": "fp32"}
 # The split kernels as the default launch makes them: no k table (p stands in for it).

@@ -197,7 +197,7 @@ class Addresses:
     def _helper(self, node):
         if self.depth > 4 or not isinstance(node.func, ast.Name):
             return None
-        from triton_overflow.compat import jit_function_of
+        from triton_overflow.triton_versions import jit_function_of
         if node.func.id in self._helpers:
             return self._helpers[node.func.id]
         target = self.namespace.get(node.func.id)

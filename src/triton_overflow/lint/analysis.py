@@ -17,13 +17,14 @@ import linecache
 import re
 from dataclasses import dataclass, field, replace
 
-from triton_overflow import compat
+from triton_overflow import triton_versions
 from triton_overflow.lint.fixes import Fix, widenings
 from triton_overflow.lint.flow import Flow, is_i32
 from triton_overflow.lint.levels import ERROR, LEVELS, WARNING, Levels
 from triton_overflow.lint.ops import (BROADCASTS, DIVISIONS, INT_WIDENINGS, PRODUCTS,
                                       REMAINDERS, SHAPE_OPS)
 from triton_overflow.lint.ranges import INT32_LIMIT, Ranges
+from triton_overflow.lint.rules import OffsetProduct, Rule
 from triton_overflow.lint.syntax import block_pointer_offsets, nodes_of, segment, source_tree
 
 MARKER = re.compile(r"#\s*overflow-lint:\s*(.*)$")
@@ -51,23 +52,14 @@ class Finding:
     tensors: tuple = field(default=(), compare=False)  # pointer arguments its addresses index
     grows: bool = field(default=False, compare=False)  # scales with the rows it indexes
     reach: int | None = field(default=None, compare=False)  # elements its tensor can hold
+    rule: type[Rule] = field(default=OffsetProduct, compare=False)
 
     @property
     def key(self):
         return (self.file, self.line, self.product)
 
     def message(self):
-        operands = " * ".join(self.operands)
-        kind = "u32" if self.unsigned else "i32"
-        text = f"{kind} multiply feeds a pointer offset: `{self.product}` ({operands})"
-        if self.cast_after:
-            text += "; widened to int64 only after the multiply, which has already wrapped"
-        text += f"; {self.headroom}" if self.headroom else ""
-        text += f" [{self.why}]" if self.why else ""
-        if self.stand_ins:
-            names = ", ".join(f"`{name}`" for name in self.stand_ins)
-            text += f" (depends on {names}, which could not be loaded: a stand-in was used)"
-        return text
+        return self.rule.message(self)
 
 
 def find_products(graph, kernel_name, ranges_env=None):
@@ -393,7 +385,7 @@ def product_parts(file, line, column, shift=False, nested=None):
         shaped = [(n, r) for n, r in on_line if sorted(_sides_nested(n, wanted)) == sorted(nested)]
         on_line = shaped or on_line
     starting = [n for n, r in on_line if (n.lineno, n.col_offset) == (line, column)]
-    chosen = ((compat.source_columns_are_starts() and _innermost(starting))
+    chosen = ((triton_versions.source_columns_are_starts() and _innermost(starting))
               or _innermost([n for n, r in on_line if _contains(r, line, column)])
               or _innermost([n for n, r in on_line if _contains(n, line, column)])
               or (on_line[0][0] if len(on_line) == 1 else None))

@@ -112,7 +112,8 @@ def write(report, path, root=None):
     """Record every finding of ``report`` in ``path``, keeping from a baseline already there
     the reasons given and the entries of kernels this run did not check whole; returns (how
     many entries, how many of them still need a reason)."""
-    from triton_overflow.lint.report import fingerprint, shown
+    from triton_overflow.lint.report import fingerprint
+    from triton_overflow.locations import shown
     try:
         old = Baseline.load(path).entries
     except ValueError:
@@ -136,11 +137,11 @@ def write(report, path, root=None):
 
 def checked_whole(report, root=None):
     """(kernel file, kernel) of every kernel of ``report`` whose variants all compiled."""
-    from triton_overflow.lint.report import shown
+    from triton_overflow.locations import shown
     return {(shown(r.twin_of or r.file, root), r.name) for r in report.results if r.complete}
 
 
 def key(finding, root=None):
-    from triton_overflow.lint.report import shown
+    from triton_overflow.locations import shown
     return (shown(finding.twin_of or finding.file, root), finding.kernel,
             " ".join(finding.product.split()))

@@ -22,8 +22,8 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from triton_overflow.compat import jit_function_of
 from triton_overflow.lint import jit_functions, loader, standins
+from triton_overflow.triton_versions import jit_function_of
 
 _SKIPPED_FOLDERS = {"__pycache__", ".git", ".venv", "venv", "node_modules", ".tox", ".eggs",
                     "build", "dist"}

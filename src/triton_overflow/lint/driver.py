@@ -90,10 +90,10 @@ def _run(tasks, jobs):
 
 
 def _start_worker(path, run_pid):
-    from triton_overflow import mode
+    from triton_overflow.interp import execution_mode
     _stop_with_run(run_pid)
     sys.path[:] = path
-    mode.configure(mode.COMPILE)
+    execution_mode.configure(execution_mode.COMPILE)
 
 
 def _stop_with_run(run_pid):

@@ -13,7 +13,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from triton_overflow import compat
+from triton_overflow import triton_versions
 from triton_overflow.lint import sm90
 
 _LOC_ALIAS = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
@@ -81,9 +81,9 @@ class Graph:
 
 def compile_ttir(jit_function, signature, constexprs, attrs=None):
     """The TTIR module (Triton's object) of ``jit_function`` for an sm_90 target, helpers
-    inlined and block pointers rewritten, but not otherwise optimised (``compat``)."""
+    inlined and block pointers rewritten, but not otherwise optimised (``triton_versions``)."""
     built = sm90.build(jit_function, signature, constexprs, attrs)
-    return compat.analysis_passes(built.module), built.context
+    return triton_versions.analysis_passes(built.module), built.context
 
 
 class _CompilerOutput:
@@ -332,8 +332,9 @@ def _in_triton(file):
 
 
 def _location(line, aliases):
-    """(file, line, 0-based column) of a printed op: where ``compat.source_columns_are_starts``,
-    the column of the expression's start, else that of a binary operation's right operand."""
+    """(file, line, 0-based column) of a printed op: where
+    ``triton_versions.source_columns_are_starts``, the column of the expression's start, else that
+    of a binary operation's right operand."""
     match = _TRAILING_LOC.search(line)
     if not match:
         return ("", 0, 0)
@@ -343,7 +344,7 @@ def _location(line, aliases):
 
 @functools.cache
 def _column_base():
-    return 1 if compat.source_columns_are_starts() else 0
+    return 1 if triton_versions.source_columns_are_starts() else 0
 
 
 def _resolve(loc, aliases, depth):

@@ -11,8 +11,8 @@ import ast
 import copy
 import sys
 
-from triton_overflow.compat import jit_function_of
 from triton_overflow.lint import standins, statements
+from triton_overflow.triton_versions import jit_function_of
 
 TRITON_DECORATORS = ("jit", "autotune", "heuristics")
 _AUTOTUNE_REQUIRED = {"configs": "[]", "key": "[]"}

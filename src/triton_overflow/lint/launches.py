@@ -31,7 +31,7 @@ class LaunchRecord:
 
 
 def load(path):
-    from triton_overflow.record import FORMAT_VERSION, READABLE_VERSIONS
+    from triton_overflow.lint.record import FORMAT_VERSION, READABLE_VERSIONS
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as error:
@@ -45,7 +45,7 @@ def load(path):
 def from_dict(item, facts=None):
     """A ``LaunchRecord`` from one record of a launches file; with ``facts`` (``LaunchFacts``,
     or ``[]`` for none), judged at those instead of at the recorded launches."""
-    from triton_overflow.record import deserialise
+    from triton_overflow.lint.record import deserialise
     recorded = [LaunchFacts(grid=tuple(launch["grid"]), ints=launch["ints"],
                             tables={k: tuple(v) for k, v in launch["tables"].items()},
                             where=_where(launch))
@@ -134,7 +134,7 @@ def _kernel_named(module, file, name):
     for kernel in kernels:
         if kernel.name == name:
             return kernel
-    from triton_overflow.compat import jit_function_of
+    from triton_overflow.triton_versions import jit_function_of
     for value in vars(module).values():
         jit = jit_function_of(value)
         if jit is not None and jit.fn.__name__ == name:

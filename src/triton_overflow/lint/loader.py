@@ -23,10 +23,10 @@ import sys
 import sysconfig
 import types
 
-from triton_overflow.compat import jit_function_of
 from triton_overflow.lint import reexports, standins, statements
 from triton_overflow.lint.jit_functions import (declared_jit_functions, define, defines,
                                                 has_triton_decorator)
+from triton_overflow.triton_versions import jit_function_of
 
 EXTRA = "__overflow_lint_extra__"  # [(name, jit wrapper)] defined beside the module's names
 _TRITON_NAMES = {"triton": "triton", "tl": "triton.language", "language": "triton.language",

@@ -3,26 +3,13 @@
 import json
 from pathlib import Path
 
+from triton_overflow.lint.rules import RULES, KernelNotChecked
+from triton_overflow.locations import shown
+
 # The JSON report's schema (docs/json-report.md): fields are only added within a version;
 # renaming or removing one, or changing its meaning, makes the next version.
 JSON_SCHEMA_VERSION = 1
 JSON_SCHEMA = Path(__file__).parent / "schemas" / f"lint-report-v{JSON_SCHEMA_VERSION}.json"
-RULE = "i32-offset-product"
-NOT_CHECKED_RULE = "kernel-not-checked"
-_HELP = ("An int32 index (a program id, a loop variable or a value loaded from an int32 table) "
-         "times an int32 stride wraps once the product passes 2**31 - 1: an illegal memory "
-         "access or silently wrong rows. Widen an operand before the multiply: "
-         "`tl.cast(row, tl.int64) * stride` (a cast around the product, "
-         "`tl.cast(row * stride, tl.int64)`, comes after the wrap), or widen a loaded index "
-         "where it is loaded.")
-
-
-def shown(file, root=None):
-    root = Path.cwd() if root is None else Path(root)
-    try:
-        return str(Path(file).resolve().relative_to(root.resolve()))
-    except (ValueError, OSError):
-        return str(file)
 
 
 def finding_line(finding, root=None, baseline=None):
@@ -177,7 +164,7 @@ def as_sarif(report, root=None):
     for finding in report.findings:
         text = f"{finding.kernel}: {finding.message()}"
         result = {
-            "ruleId": RULE, "level": finding.level,
+            "ruleId": finding.rule.id, "level": finding.level,
             "message": {"text": text + (f"\nFix: {finding.fix.describe()}" if finding.fix
                                         else "")},
             "locations": [_location(finding.file, finding.line, finding.column + 1, root)],
@@ -196,7 +183,7 @@ def as_sarif(report, root=None):
     for problem in report.problems:
         file, line = _problem_location(problem)
         results.append({
-            "ruleId": NOT_CHECKED_RULE, "level": "warning",
+            "ruleId": KernelNotChecked.id, "level": KernelNotChecked.default_level,
             "message": {"text": problem.format(root)},
             "locations": [_location(file, line, 1, root)],
         })
@@ -206,17 +193,7 @@ def as_sarif(report, root=None):
         "runs": [{
             "tool": {"driver": {
                 "name": "triton-overflow", "version": __version__,
-                "rules": [
-                    {"id": RULE, "name": "Int32OffsetProduct",
-                     "shortDescription": {"text": "i32 multiply feeds a pointer offset"},
-                     "fullDescription": {"text": _HELP}, "help": {"text": _HELP},
-                     "defaultConfiguration": {"level": "error"}},
-                    {"id": NOT_CHECKED_RULE, "name": "KernelNotChecked",
-                     "shortDescription": {"text": "a kernel could not be checked"},
-                     "fullDescription": {"text": "The kernel could not be compiled or imported "
-                                         "for the static check; it was not analysed."},
-                     "defaultConfiguration": {"level": "warning"}},
-                ]}},
+                "rules": [rule.sarif() for rule in RULES]}},
             "originalUriBaseIds": {"SRCROOT": {"uri": Path(root or Path.cwd()).resolve().as_uri()
                                                + "/"}},
             "results": results,

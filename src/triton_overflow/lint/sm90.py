@@ -5,7 +5,7 @@ LLVM IR and PTX. Triton is imported when a kernel is built, not when this module
 
 from dataclasses import dataclass
 
-from triton_overflow import compat
+from triton_overflow import triton_versions
 
 CAPABILITY = 90
 _WARP_SIZE = 32
@@ -36,5 +36,5 @@ def build(jit_function, signature, constexprs, attrs=None, options=None):
     ir.load_dialects(context)
     backend.load_dialects(context)
     source = ASTSource(jit_function, signature, constexprs=constexprs, attrs=attrs or {})
-    module = compat.make_ir(source, target, parsed, backend, context)
+    module = triton_versions.make_ir(source, target, parsed, backend, context)
     return Build(module=module, context=context, backend=backend, options=parsed)

@@ -13,7 +13,7 @@ import ast
 import linecache
 import textwrap
 
-from triton_overflow.compat import jit_function_of
+from triton_overflow.triton_versions import jit_function_of
 
 
 class StandIn:

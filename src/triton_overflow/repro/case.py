@@ -39,8 +39,8 @@ import torch
 
 from triton_overflow.cases import CannotRun, Case, HugeRun
 from triton_overflow.compare import assert_rows_equal
-from triton_overflow.huge import HugeLayout
-from triton_overflow.memory import BACKENDS
+from triton_overflow.engine.huge import HugeLayout
+from triton_overflow.engine.memory import BACKENDS
 from triton_overflow.repro.launch import ROWS, SLOTS, Launch, TensorArgument, parse
 
 ENGINE_ROOT = "TRITON_OVERFLOW_ENGINE_ROOT"

@@ -15,10 +15,11 @@ from typing import ClassVar
 
 import pytest
 
-from triton_overflow.memory import BACKENDS, INTERPRETER_BACKEND, AliasedDeviceMemory
+from triton_overflow.engine.memory import BACKENDS, INTERPRETER_BACKEND, AliasedDeviceMemory
+from triton_overflow.engine.runner import wrap_line
+from triton_overflow.plugin.outcomes import kernel_run
+from triton_overflow.plugin.tiers import WRAPS, _fresh, register
 from triton_overflow.repro.case import Reproduction
-from triton_overflow.runner import kernel_outcome, wrap_line
-from triton_overflow.tiers import WRAPS, _fresh, register
 
 GPU_BACKEND = AliasedDeviceMemory.key
 
@@ -58,7 +59,7 @@ class ReproductionTests:
 
 
 def _needs(reproduction, wrap, backend, where):
-    from triton_overflow.runner import CASE_TIME_LIMIT, bytes_needed, planned_run
+    from triton_overflow.engine.runner import CASE_TIME_LIMIT, bytes_needed, planned_run
     interpreted = backend == INTERPRETER_BACKEND
     run = planned_run(reproduction, wrap, "cpu", interpreted, backend)
     mib = bytes_needed(reproduction, run, backend) / 2**20
@@ -74,7 +75,7 @@ def _test_interpreter(self, reproduction, wrap, request):
     """In Triton's interpreter, with every i32 operation checked: no product wraps and every
     checked row gives row 0's output."""
     _require_source(reproduction)
-    outcome = kernel_outcome(reproduction, wrap, INTERPRETER_BACKEND, wrap_check=True)
+    outcome = kernel_run(reproduction, wrap, INTERPRETER_BACKEND, wrap_check=True)
     _record(request, outcome)
     if not outcome.passed:
         pytest.fail(_failure(reproduction, outcome, "in the interpreter"), pytrace=False)
@@ -83,7 +84,7 @@ def _test_interpreter(self, reproduction, wrap, request):
 def _test_gpu(self, reproduction, wrap, request):
     """On the device, the whole launch: every checked row gives row 0's output, no fault."""
     _require_source(reproduction)
-    outcome = kernel_outcome(reproduction, wrap, GPU_BACKEND)
+    outcome = kernel_run(reproduction, wrap, GPU_BACKEND)
     _record(request, outcome)
     if not outcome.passed:
         pytest.fail(_failure(reproduction, outcome, f"on the GPU ({BACKENDS[GPU_BACKEND].name})"),
@@ -109,7 +110,7 @@ def _record(request, outcome):
 def _failure(reproduction, outcome, where):
     kernel = "with the fix" if reproduction.widened else "as shipped"
     if outcome.wrapped:
-        shown = f"an i32 product wraps at {wrap_line(outcome.message)}"
+        shown = f"an i32 product wraps at {wrap_line(outcome)}"
     elif outcome.faulted:
         shown = f"the kernel faults: {outcome.summary()}"
     elif outcome.wrong_row:

@@ -3,15 +3,17 @@
 After an illegal memory access the CUDA context of the process is dead, and a segfault in the
 interpreter kills the process: either would fail every test after it. ``run_isolated`` runs
 ``module:function(**kwargs)`` in a new process with the parent's import path, working directory
-and environment, in the requested execution mode (``triton_overflow.mode``), and reports how it
-ended:
+and environment, in the requested execution mode (``triton_overflow.interp.execution_mode``),
+and reports how it ended:
 
 * ``passed``: it returned; ``value`` is what it returned (JSON);
-* ``failed``: it raised; ``error`` is the exception type, ``message`` its text;
+* ``skipped``: it raised ``Skipped``: it did not run, for the reason in ``message``;
+* ``failed``: it raised; ``error`` is the exception type, ``message`` its text, ``fields`` what
+  the exception declared in its own ``fields`` (an int32 wrap's file and line, say);
 * ``crashed``: the process died (a signal, or an exit without a result);
 * ``timeout``: it ran past ``timeout`` seconds and was killed.
 
-The new process is forked from a server process (``python -m triton_overflow.isolation``,
+The new process is forked from a server process (``python -m triton_overflow.engine.isolation``,
 started on first use), one per test process and per interpreter flag: it has imported torch,
 numpy and Triton (with the flag of its mode set, as Triton decorates its own library functions
 when it is imported) and nothing else, which spares each run the two seconds of importing
@@ -33,12 +35,18 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from triton_overflow.mode import COMPILE, INTERPRETER, child_environment, configure, resolve
+from triton_overflow.interp.execution_mode import (COMPILE, INTERPRETER, child_environment,
+                                                   configure, resolve)
 
 ILLEGAL_ACCESS = ("illegal memory access", "misaligned address", "device-side assert",
                   "unspecified launch failure")
 FAULT_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL}
 WRONG_ROW_ERRORS = ("RowMismatch", "AssertionError")
+
+
+class Skipped(Exception):
+    """Raised in a child: what it was asked to run cannot run here, for the reason given (no
+    room for the case, a layout the device cannot launch)."""
 
 
 @dataclass
@@ -50,7 +58,7 @@ class Outcome:
     message: str = ""
     output: str = ""
     returncode: int | None = None
-    extra: dict = field(default_factory=dict)
+    fields: dict = field(default_factory=dict)
 
     @property
     def passed(self):
@@ -58,8 +66,8 @@ class Outcome:
 
     @property
     def skipped(self):
-        """The child found no room for the case and said why (``value["skipped"]``)."""
-        return self.passed and isinstance(self.value, dict) and "skipped" in self.value
+        """It did not run, and ``message`` says why."""
+        return self.status == "skipped"
 
     @property
     def device_fault(self):
@@ -88,6 +96,8 @@ class Outcome:
     def summary(self):
         if self.status == "passed":
             return f"passed in {self.seconds:.1f} s"
+        if self.status == "skipped":
+            return f"skipped: {self.message}"
         if self.status == "failed":
             return f"failed: {self.error}: {self.message.strip().splitlines()[0] if self.message.strip() else ''}"
         if self.status == "crashed":
@@ -100,7 +110,7 @@ PRELOADED = ("torch", "numpy", "triton", "triton.language")
 
 def run_isolated(target, kwargs=None, *, mode, env=None, timeout=600):
     """Call ``target`` ("package.module:function") with ``kwargs`` in a child process that runs
-    in ``mode`` (see ``triton_overflow.mode``); ``env`` adds variables."""
+    in ``mode`` (see ``triton_overflow.interp.execution_mode``); ``env`` adds variables."""
     child_env = child_environment(mode)
     child_env.update(env or {})
     child_env = _with_import_path(child_env)
@@ -120,9 +130,12 @@ def run_isolated(target, kwargs=None, *, mode, env=None, timeout=600):
             if result["ok"]:
                 return Outcome("passed", seconds, value=result["value"], output=output,
                                returncode=returncode)
+            if result["error"] == Skipped.__name__:
+                return Outcome("skipped", seconds, message=result["message"], output=output,
+                               returncode=returncode)
             return Outcome("failed", seconds, error=result["error"], message=result["message"],
                            output=output + result["traceback"][-3000:], returncode=returncode,
-                           extra=result.get("extra", {}))
+                           fields=result["fields"])
         if returncode < 0:
             message = f"killed by {signal.Signals(-returncode).name}"
         else:
@@ -204,7 +217,7 @@ class ForkServer:
                                                       else COMPILE))
             self._log = tempfile.TemporaryFile()
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "triton_overflow.isolation"], env=env, bufsize=0,
+                [sys.executable, "-m", "triton_overflow.engine.isolation"], env=env, bufsize=0,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
             self._owner, self._pending = os.getpid(), b""
         return self._process
@@ -315,7 +328,7 @@ def _child(mode, target, kwargs_json, result_path, output_path):
     except BaseException as error:  # noqa: BLE001 - every ending is reported to the parent
         result = {"ok": False, "error": type(error).__name__, "message": str(error),
                   "traceback": traceback.format_exc(),
-                  "extra": getattr(error, "report", {})}
+                  "fields": getattr(error, "fields", {})}
     Path(result_path).write_text(json.dumps(result, default=str))
     sys.stdout.flush()
     sys.stderr.flush()

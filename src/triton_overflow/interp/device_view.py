@@ -12,7 +12,7 @@ import contextlib
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from triton_overflow import compat
+from triton_overflow.interp import runtime
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def presented(name="H100"):
     previous = vars(driver)[slot]
     driver.set_active(_PresentedDriver(model))
     try:
-        with compat.patched(torch.cuda,
+        with runtime.patched(torch.cuda,
                             get_device_properties=lambda device=None: model.torch_properties(),
                             get_device_capability=lambda device=None: model.capability,
                             get_device_name=lambda device=None: model.name,

@@ -9,7 +9,7 @@ global loads and stores in the PTX, for checks that streaming kernels keep 16-by
 import importlib
 import re
 
-from triton_overflow import compat
+from triton_overflow import triton_versions
 from triton_overflow.lint import sm90
 from triton_overflow.lint.signature import plan
 
@@ -42,7 +42,7 @@ def global_accesses(kernel, types=None, constants=None, num_warps=4, aligned=())
 
 def resolve_kernel(reference):
     module_name, _, name = reference.partition(":")
-    jit = compat.jit_function_of(getattr(importlib.import_module(module_name), name))
+    jit = triton_versions.jit_function_of(getattr(importlib.import_module(module_name), name))
     if jit is None:
         raise CompileError(f"{reference} is not a Triton jit function")
     return jit

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import torch
 
-from triton_overflow.mode import DEVICE, INTERPRETER
+from triton_overflow.interp.execution_mode import DEVICE, INTERPRETER
 
 GIB = 2**30
 
@@ -35,8 +35,14 @@ def gib(nbytes):
     return f"{nbytes / GIB:.1f} GiB"
 
 
+# Every backend, by key, in the order of the report's columns: each class registers itself.
+BACKENDS: "dict[str, type[MemoryBackend]]" = {}
+
+
 class MemoryBackend(abc.ABC):
-    """Where a huge case's tensor comes from."""
+    """Where a huge case's tensor comes from. Defining a subclass with a ``key`` registers it:
+    its huge-case tests, its column of the report (``detector``) and the marks of its tier
+    follow from its declarations."""
 
     key: ClassVar[str]  # how tests and child processes name it: "aliased-device"
     name: ClassVar[str]  # how messages name it
@@ -47,6 +53,11 @@ class MemoryBackend(abc.ABC):
     opt_in: ClassVar[str | None] = None  # the pytest option without which its tests are left out
     mutant_tests: ClassVar[bool] = False  # whether the per-widening mutants run on it
     device: torch.device
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "key" in vars(cls):
+            BACKENDS[cls.key] = cls
 
     @staticmethod
     @abc.abstractmethod
@@ -106,60 +117,6 @@ class LazyHostMemory(MemoryBackend):
 
     def peak_bytes(self):
         return 0
-
-
-class DenseDeviceMemory(MemoryBackend):
-    key = "dense-device"
-    name = "dense device memory"
-    execution = DEVICE
-    detector = "gpu dense huge"
-    spare_bytes = GIB
-    fills_background = True
-    opt_in = "--dense-huge"
-
-    @staticmethod
-    def estimate(layout, dtype, rows):
-        return layout.elements * dtype.itemsize
-
-    def __init__(self, index=None):
-        self.device = torch.device("cuda", torch.cuda.current_device() if index is None else index) \
-            if torch.cuda.is_available() else torch.device("cuda")
-
-    def shortfall(self, nbytes, case=None):
-        if not torch.cuda.is_available():
-            return "needs a CUDA device (none visible)"
-        gc.collect()
-        torch.cuda.empty_cache()
-        free, _ = torch.cuda.mem_get_info(self.device)
-        if free < nbytes:
-            return (f"needs {gib(nbytes)}, {gib(free)} free on "
-                    f"{torch.cuda.get_device_name(self.device)}")
-        return None
-
-    @contextlib.contextmanager
-    def reserve(self, layout, dtype, rows):
-        tensor = _with_row_stride(torch.empty(layout.elements, dtype=dtype, device=self.device),
-                                  layout)
-        try:
-            yield tensor
-        finally:
-            del tensor
-            torch.cuda.empty_cache()
-
-    def peak_bytes(self):
-        return torch.cuda.max_memory_allocated(self.device)
-
-
-def _with_row_stride(flat, layout):
-    """``flat`` (``layout.elements`` long) seen as ``[rows, vocab]`` rows ``row_stride`` apart."""
-    return flat.as_strided(layout.shape, (layout.row_stride, 1))
-
-
-GRANULE = 2**21  # the H100 / H200 mapping granularity; the real one is asked for at run time
-# Chunks of shared memory one mapping covers away from the planted rows. CUDA maps a handle
-# only whole, and each mapping is a driver call that concurrent processes queue on: a 17 GiB
-# tensor is some 8700 one-chunk mappings, or some 550 of a 16-chunk block (32 MiB more).
-SHARED_BLOCK = 16
 
 
 class VirtualMemoryError(RuntimeError):
@@ -385,8 +342,60 @@ def _release(mappings, handles, reservation, size, strict):
                 raise
 
 
-BACKENDS: dict[str, type[MemoryBackend]] = {
-    backend.key: backend for backend in (LazyHostMemory, AliasedDeviceMemory, DenseDeviceMemory)}
+class DenseDeviceMemory(MemoryBackend):
+    key = "dense-device"
+    name = "dense device memory"
+    execution = DEVICE
+    detector = "gpu dense huge"
+    spare_bytes = GIB
+    fills_background = True
+    opt_in = "--dense-huge"
+
+    @staticmethod
+    def estimate(layout, dtype, rows):
+        return layout.elements * dtype.itemsize
+
+    def __init__(self, index=None):
+        self.device = torch.device("cuda", torch.cuda.current_device() if index is None else index) \
+            if torch.cuda.is_available() else torch.device("cuda")
+
+    def shortfall(self, nbytes, case=None):
+        if not torch.cuda.is_available():
+            return "needs a CUDA device (none visible)"
+        gc.collect()
+        torch.cuda.empty_cache()
+        free, _ = torch.cuda.mem_get_info(self.device)
+        if free < nbytes:
+            return (f"needs {gib(nbytes)}, {gib(free)} free on "
+                    f"{torch.cuda.get_device_name(self.device)}")
+        return None
+
+    @contextlib.contextmanager
+    def reserve(self, layout, dtype, rows):
+        tensor = _with_row_stride(torch.empty(layout.elements, dtype=dtype, device=self.device),
+                                  layout)
+        try:
+            yield tensor
+        finally:
+            del tensor
+            torch.cuda.empty_cache()
+
+    def peak_bytes(self):
+        return torch.cuda.max_memory_allocated(self.device)
+
+
+def _with_row_stride(flat, layout):
+    """``flat`` (``layout.elements`` long) seen as ``[rows, vocab]`` rows ``row_stride`` apart."""
+    return flat.as_strided(layout.shape, (layout.row_stride, 1))
+
+
+GRANULE = 2**21  # the H100 / H200 mapping granularity; the real one is asked for at run time
+# Chunks of shared memory one mapping covers away from the planted rows. CUDA maps a handle
+# only whole, and each mapping is a driver call that concurrent processes queue on: a 17 GiB
+# tensor is some 8700 one-chunk mappings, or some 550 of a 16-chunk block (32 MiB more).
+SHARED_BLOCK = 16
+
+
 INTERPRETER_BACKEND = LazyHostMemory.key
 DEVICE_BACKENDS = tuple(key for key, backend in BACKENDS.items() if backend.execution == DEVICE)
 # Where the per-widening mutants run on a GPU.

@@ -2,10 +2,10 @@
 
 The command runs with a ``sitecustomize`` shim first on its ``PYTHONPATH``, so every Python
 process it starts (pytest, its xdist workers, the suite's child processes) records its launches
-once Triton is imported. Each launch is seen on both launch paths, ``JITFunction.run`` (GPU) and the
-interpreter's (``compat.observe_launches`` knows where that is on each version). Triton's own
-``launch_enter_hook`` is not used because it carries neither the arguments nor the grid, and
-the interpreter never calls it.
+once Triton is imported. Each launch is seen on both launch paths, ``JITFunction.run`` (GPU) and
+the interpreter's (``triton_versions.observe_launches`` knows where that is on each version).
+Triton's own ``launch_enter_hook`` is not used because it carries neither the arguments nor the
+grid, and the interpreter never calls it.
 
 A record is one kernel compiled one way (argument types and constexpr values, as Triton
 specialises them: ints in int32 range are ``i32``, 1 is a constexpr) and the distinct launches
@@ -132,7 +132,7 @@ class _AfterTritonImport:
         def exec_module(module):
             original(module)
             try:
-                from triton_overflow.record import install
+                from triton_overflow.lint.record import install
                 install()
             except Exception as error:  # the recorded command must run all the same
                 print(f"triton-overflow record: not recording in this process: {error}",
@@ -172,8 +172,8 @@ def install():
     global _installed
     if _installed:
         return
-    from triton_overflow import compat
-    compat.observe_launches(_observe_safely)
+    from triton_overflow import triton_versions
+    triton_versions.observe_launches(_observe_safely)
     _installed = True
 
 
@@ -193,7 +193,7 @@ def _observe_safely(kernel, args, kwargs, grid):
 def _observe(kernel, args, kwargs, grid):
     import inspect
 
-    from triton_overflow import compat
+    from triton_overflow import triton_versions
     function = kernel.fn
     signature = inspect.signature(function)
     bound = dict(zip(signature.parameters, args))
@@ -224,7 +224,7 @@ def _observe(kernel, args, kwargs, grid):
         elif isinstance(value, float):
             types[name] = "fp32"
         elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
-            types[name] = compat.argument_type(value)
+            types[name] = triton_versions.argument_type(value)
             tensors[name] = _tensor(value)
             table = _table_range(value)
             if table is not None:

@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 
-from triton_overflow.devices import owns_session, run_path, session
+from triton_overflow.engine.devices import owns_session, run_path, session
 
 FOLDER = ".shared"
 

@@ -1,11 +1,12 @@
 """Drive one huge case: obtain memory, plant rows, launch, compare.
 
-``run_case`` is what a child process runs (``triton_overflow.isolation``); it returns a JSON
-summary, ``{"skipped": reason}`` when the memory is not there, and raises on a wrong row. The
+``run_case`` is what a child process runs (``triton_overflow.engine.isolation``); it returns a
+JSON summary, raises ``Skipped`` when the memory is not there, and raises on a wrong row. The
 parent's side is here too: ``run_huge`` starts that child (on a GPU of the run, for a device
-backend), ``kernel_outcome`` runs the kernel itself once however many tests ask, and
-``gpu_caught``, ``interpreter_caught`` and ``how_caught`` read its outcome; ``sanitizer_report``
-reruns a case under Triton's overflow sanitizer.
+backend) and returns its ``Outcome``, a skip included; ``kernel_outcome`` runs the kernel itself
+once however many tests ask; ``gpu_caught``, ``interpreter_caught``, ``how_caught`` and
+``wrap_location`` read an outcome; ``sanitizer_report`` reruns a case under Triton's overflow
+sanitizer. Turning outcomes into test results is the pytest side's (``triton_overflow.plugin``).
 """
 
 import contextlib
@@ -16,15 +17,15 @@ import time
 
 import torch
 
-from triton_overflow import devices, memory
 from triton_overflow.cases import CannotRun, HugeRun, case_reference, resolve_case
-from triton_overflow.huge import huge_layout
-from triton_overflow.device_view import presented
-from triton_overflow.interp import (configs_without_benchmarks, int32_wrap_checked, only_programs,
-                                    unwrap_interpreter_error)
-from triton_overflow.isolation import Outcome, run_isolated
-from triton_overflow.lint.summary import function_at
-from triton_overflow.mode import INTERPRETER, interpreted
+from triton_overflow.engine import devices, memory
+from triton_overflow.engine.huge import huge_layout
+from triton_overflow.engine.isolation import Outcome, Skipped, run_isolated
+from triton_overflow.interp.device_view import presented
+from triton_overflow.interp.execution_mode import INTERPRETER, interpreted
+from triton_overflow.interp.hooks import (configs_without_benchmarks, int32_wrap_checked,
+                                          only_programs, unwrap_interpreter_error)
+from triton_overflow.locations import function_at
 from triton_overflow.twin import load_twin
 
 PLANT_SEED = 20260
@@ -43,7 +44,7 @@ def planned_run(case, wrap, device, is_interpreted, backend=""):
 
 def small_run(case, device, rows):
     """A ``HugeRun`` of ``rows`` rows: row 0, the last row a checked row, the rest poison."""
-    from triton_overflow.huge import HugeLayout
+    from triton_overflow.engine.huge import HugeLayout
     layout = HugeLayout("small", rows, case.width, case.row_stride or case.width,
                         check_rows=(rows - 1, ), poison_rows=tuple(range(1, rows - 1)))
     return HugeRun(layout, torch.device(device), interpreted(),
@@ -86,7 +87,7 @@ def run_case(case, wrap, backend, twin=False, wrap_check=False, widening=None):
     run = planned_run(case, wrap, allocator.device, is_interpreted, backend)
     shortfall = allocator.shortfall(bytes_needed(case, run, backend), case=case.name)
     if shortfall:
-        return {"skipped": shortfall}
+        raise Skipped(shortfall)
     kernels = case.kernels()
     if twin:
         kernels = load_twin(kernels, only=widening)
@@ -115,13 +116,14 @@ def run_case(case, wrap, backend, twin=False, wrap_check=False, widening=None):
             case.check(produced, huge, run, planted, **inputs)
             phases.mark("check")
     except CannotRun as error:
-        return {"skipped": str(error)}
+        raise Skipped(str(error)) from None
     except torch.cuda.OutOfMemoryError as error:
-        return {"skipped": f"out of device memory inside the case: {str(error).splitlines()[0]}"}
+        raise Skipped("out of device memory inside the case: "
+                      f"{str(error).splitlines()[0]}") from None
     except memory.VirtualMemoryError as error:
         if not error.out_of_memory:
             raise
-        return {"skipped": f"out of device memory inside the case: {error}"}
+        raise Skipped(f"out of device memory inside the case: {error}") from None
     except Exception as error:
         if configs:
             error.add_note("autotuned kernels ran " + "; ".join(configs))
@@ -205,15 +207,15 @@ class _maybe:
 # --- the parent side: one huge case in a child process, and what its outcome shows ----------
 
 def run_huge(case, wrap, backend, twin=False, wrap_check=False, widening=None, env=None):
-    """Run ``case`` in a child process; the ``Outcome``, or a skip with the reason. A device
-    case first reserves its memory on a GPU of the run (``devices``)."""
-    import pytest
+    """Run ``case`` in a child process and return its ``Outcome`` (``skipped``, with the
+    reason, where the case does not fit). A device case first reserves its memory on a GPU of
+    the run (``devices``)."""
     arguments = dict(case=case_reference(case), wrap=wrap, backend=backend, twin=twin,
                      wrap_check=wrap_check, widening=widening)
     execution = memory.BACKENDS[backend].execution
 
     def run_child(child_env):
-        return run_isolated("triton_overflow.runner:run_case", arguments, mode=execution,
+        return run_isolated("triton_overflow.engine.runner:run_case", arguments, mode=execution,
                             env=child_env, timeout=CASE_TIME_LIMIT)
     if execution == INTERPRETER:
         outcome = run_child(env)
@@ -226,9 +228,7 @@ def run_huge(case, wrap, backend, twin=False, wrap_check=False, widening=None, e
                     child_env["CUDA_VISIBLE_DEVICES"] = gpu
                 outcome = run_child(child_env)
         except devices.NeverFits as reason:
-            pytest.skip(str(reason))
-    if outcome.skipped:
-        pytest.skip(outcome.value["skipped"])
+            return Outcome("skipped", 0.0, message=str(reason))
     return outcome
 
 
@@ -238,9 +238,9 @@ def kernel_outcome(case, wrap, backend, wrap_check=False):
     same run."""
     from dataclasses import asdict
 
-    from triton_overflow import shared
+    from triton_overflow.engine import session_values
     key = ["kernel_outcome", case_reference(case), wrap, backend, wrap_check]
-    return Outcome(**shared.once(key, lambda: asdict(run_huge(case, wrap, backend,
+    return Outcome(**session_values.once(key, lambda: asdict(run_huge(case, wrap, backend,
                                                               wrap_check=wrap_check))))
 
 
@@ -252,7 +252,7 @@ SANITIZER_LINE = re.compile(r"(?P<file>\S+\.py):(?P<line>\d+): (?P<function>\S+)
 def sanitizer_report(case, wrap, backend, twin=False):
     """Run the case again under Triton's overflow sanitizer (``TRITON_DEBUG=1``); one line per
     kernel line it stopped at: file:line, kernel, operation, the first block and thread."""
-    from triton_overflow.lint.report import shown
+    from triton_overflow.locations import shown
     from triton_overflow.twin import twin_origin
     outcome = run_huge(case, wrap, backend, twin=twin, env={"TRITON_DEBUG": "1"})
     reports = {}
@@ -287,27 +287,21 @@ def interpreter_caught(outcome):
 
 def how_caught(outcome):
     if outcome.wrapped:
-        return "wrap check at " + wrap_line(outcome.message)[:160]
+        return "wrap check at " + wrap_line(outcome)[:160]
     if outcome.faulted:
         return "a memory fault, a detection: " + outcome.summary()[:160]
     return outcome.summary()[:160]
 
 
-def wrap_location(message):
-    """``file:line`` from an ``Int32WrapError`` message; a twin's line is given in the file
-    it was derived from."""
-    from triton_overflow.lint.report import shown
+def wrap_location(outcome):
+    """``file:line`` of the operation that wrapped in a ``wrapped`` outcome; a twin's line is
+    given in the file it was derived from."""
     from triton_overflow.twin import twin_origin
-    head = message.split(" in ", 1)[0]
-    try:
-        file, line = head.rsplit(":", 1)
-        return f"{shown(twin_origin(file) or file)}:{int(line)}"
-    except ValueError:
-        return head[:200]
+    from triton_overflow.locations import shown
+    file = outcome.fields["file"]
+    return f"{shown(twin_origin(file) or file)}:{outcome.fields['line']}"
 
 
-def wrap_line(message):
-    """An ``Int32WrapError`` message with its location shortened: ``file:line: what wrapped``."""
-    first = message.strip().splitlines()[0] if message.strip() else ""
-    what = first.split("): ", 1)[-1] if "): " in first else first.split(": ", 1)[-1]
-    return f"{wrap_location(first)}: {what}"
+def wrap_line(outcome):
+    """Where a ``wrapped`` outcome wrapped and what: ``file:line: int32 * wraps: ...``."""
+    return f"{wrap_location(outcome)}: {outcome.fields['what']}"

@@ -17,11 +17,11 @@ import sys
 import time
 from pathlib import Path
 
-from triton_overflow.report import cell_verdict, detectors, widening_detectors
+from triton_overflow.plugin.detector_report import cell_verdict, detectors, widening_detectors
 
 
 def main(out, profile=None, pytest_args=()):
-    from triton_overflow.environment import describe
+    from triton_overflow.engine.machine import describe
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

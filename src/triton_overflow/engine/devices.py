@@ -61,8 +61,8 @@ def start_run():
     os.environ[SESSION_VARIABLE] = str(os.getpid())
     if os.environ.get(RUN_VARIABLE):
         return _read(_budget_path())
-    from triton_overflow import mode
-    gpus = survey() if mode.cuda_available() else []
+    from triton_overflow.interp import execution_mode
+    gpus = survey() if execution_mode.cuda_available() else []
     outer = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g]
     ids = outer[:len(gpus)] if outer else [str(i) for i in range(len(gpus))]
     os.environ[RUN_VARIABLE] = uuid.uuid4().hex[:12]

@@ -11,8 +11,8 @@ exactly as on a GPU. Two hooks make a huge case cheap and its failure precise:
   operands, instead of a silent wrong row or a segfault. Unsigned arithmetic (Philox counters)
   wraps as intended, and so does ``1 << 31``, the sign bit of a 32-bit mask.
 
-Both patch interpreter internals through ``triton_overflow.compat``, which says which Triton
-versions they are tested on.
+Both patch interpreter internals through ``triton_overflow.interp.runtime``, which says which
+Triton versions they are tested on.
 """
 
 import contextlib
@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from triton_overflow import compat
+from triton_overflow import triton_versions
+
+from triton_overflow.interp import runtime
 from triton_overflow.twin import twin_origin
 
 _TRITON_DIR = None
@@ -29,11 +31,17 @@ INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 
 
 class Int32WrapError(ArithmeticError):
-    """A signed 32-bit integer operation in an interpreted kernel left the int32 range."""
+    """A signed 32-bit integer operation in an interpreted kernel left the int32 range.
 
-    def __init__(self, message, location):
-        super().__init__(message)
-        self.location = location
+    ``fields`` (``file``, ``line``, ``function``, ``what``) travel from a child process with its
+    outcome (``triton_overflow.engine.isolation``)."""
+
+    def __init__(self, frame, what):
+        file, line, function = frame
+        origin = twin_origin(file)
+        twin_note = f" (int32 twin of {origin})" if origin else ""
+        super().__init__(f"{file}:{line} in {function}{twin_note}: {what}")
+        self.fields = {"file": file, "line": line, "function": function, "what": what}
 
 
 @contextlib.contextmanager
@@ -48,7 +56,7 @@ def only_programs(axis0_ids, axis=0):
     persistent kernel), row ``r`` is program ``r % grid``, and inside it a grid-stride loop
     (``range(program_id(0), n, num_programs(0))``) visits only the listed rows it owns.
     """
-    compat.require_interpreter()
+    triton_versions.require_interpreter()
     per_kernel = axis0_ids if isinstance(axis0_ids, dict) else None
     listed = per_kernel if per_kernel is not None else {None: axis0_ids}
     selections = {name: sorted({int(i) for i in ids}) for name, ids in listed.items()}
@@ -57,8 +65,8 @@ def only_programs(axis0_ids, axis=0):
             raise ValueError(f"program ids of {name or 'every kernel'} must be non-negative and "
                              f"not empty; got {ids[:4]}")
     launch = _Selection(axis)
-    executor_class = compat.grid_executor()
-    builder = compat.interpreter_builder()
+    executor_class = runtime.grid_executor()
+    builder = runtime.interpreter_builder()
     original_call = executor_class.__call__
     original_pid = builder.create_get_program_id
     original_nprog = builder.create_get_num_programs
@@ -91,10 +99,10 @@ def only_programs(axis0_ids, axis=0):
             handle.data = np.array([launch.grid[axis]], dtype=np.int32)
         return handle
 
-    with compat.patched(executor_class, __call__=call), \
-            compat.patched(builder, create_get_program_id=program_id,
+    with runtime.patched(executor_class, __call__=call), \
+            runtime.patched(builder, create_get_program_id=program_id,
                            create_get_num_programs=num_programs), \
-            compat.loops_narrowed_by(launch.loop_values):
+            runtime.loops_narrowed_by(launch.loop_values):
         yield launch
 
 
@@ -131,7 +139,7 @@ class _Selection:
         """A grid-stride loop of a selected program visits only the planted rows it owns."""
         if self.programs is None or self.axis != 0 or step != self.grid[0] or step <= 1:
             return values
-        program = self.programs[compat.interpreter().interpreter_builder.grid_idx[0]]
+        program = self.programs[runtime.interpreter().interpreter_builder.grid_idx[0]]
         if start != program:
             return values
         self.strided_loops += 1
@@ -141,8 +149,8 @@ class _Selection:
 @contextlib.contextmanager
 def int32_wrap_checked():
     """Raise ``Int32WrapError`` at the first signed i32 add/sub/mul/shl that wraps in the block."""
-    compat.require_interpreter()
-    builder = compat.interpreter_builder()
+    triton_versions.require_interpreter()
+    builder = runtime.interpreter_builder()
     symbols = {"create_add": ("+", np.add), "create_sub": ("-", np.subtract),
                "create_mul": ("*", np.multiply), "create_shl": ("<<", _exact_shift)}
     originals = {name: getattr(builder, name) for name in symbols}
@@ -162,15 +170,14 @@ def int32_wrap_checked():
                     at = np.flatnonzero(np.broadcast_to(outside, exact.shape))[0]
                     a = np.broadcast_to(lhs.data, exact.shape).flat[at]
                     b = np.broadcast_to(rhs.data, exact.shape).flat[at]
-                    location = kernel_location()
                     raise Int32WrapError(
-                        f"{location}: int32 {symbol} wraps: {a} {symbol} {b} = {exact.flat[at]} "
-                        f"(int32 range ends at 2**31 - 1 = 2147483647)", location)
+                        kernel_frame(), f"int32 {symbol} wraps: {a} {symbol} {b} = "
+                        f"{exact.flat[at]} (int32 range ends at 2**31 - 1 = 2147483647)")
             return original(self, lhs, rhs)
 
         return run
 
-    with compat.patched(builder, **{name: checked(name) for name in symbols}):
+    with runtime.patched(builder, **{name: checked(name) for name in symbols}):
         yield
 
 
@@ -179,8 +186,8 @@ def _exact_shift(lhs, rhs):
     return lhs * np.left_shift(np.int64(1), np.clip(rhs, 0, 32))
 
 
-def kernel_location():
-    """``file:line in function`` of the innermost frame outside Triton and this module."""
+def kernel_frame():
+    """``(file, line, function)`` of the innermost frame outside Triton and this module."""
     global _TRITON_DIR
     if _TRITON_DIR is None:
         import triton
@@ -189,11 +196,9 @@ def kernel_location():
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(_TRITON_DIR) and filename != __file__:
-            origin = twin_origin(filename)
-            twin_note = f" (int32 twin of {origin})" if origin else ""
-            return f"{filename}:{frame.f_lineno} in {frame.f_code.co_name}{twin_note}"
+            return filename, frame.f_lineno, frame.f_code.co_name
         frame = frame.f_back
-    return "<unknown kernel location>"
+    return "<unknown kernel>", 0, "<unknown kernel>"
 
 
 def unwrap_interpreter_error(error):
@@ -232,5 +237,5 @@ def configs_without_benchmarks(which="first"):
             ran.append(line)
         return result
 
-    with compat.patched(Autotuner, run=run):
+    with runtime.patched(Autotuner, run=run):
         yield ran

@@ -40,12 +40,13 @@ def configure(requested="auto"):
         os.environ[_VARIABLE] = "1"
     else:
         os.environ.pop(_VARIABLE, None)
-    from triton_overflow import compat, interp_math
-    compat.set_interpret(chosen == INTERPRETER)
-    if chosen == INTERPRETER and compat.interpreter_problem() is None:
-        compat.install_int32_loop_ranges()
-        compat.install_vectorised_xor_reductions()
-        interp_math.install()
+    from triton_overflow import triton_versions
+    from triton_overflow.interp import libdevice, runtime
+    triton_versions.set_interpret(chosen == INTERPRETER)
+    if chosen == INTERPRETER and triton_versions.interpreter_problem() is None:
+        runtime.install_int32_loop_ranges()
+        runtime.install_vectorised_xor_reductions()
+        libdevice.install()
     return chosen
 
 

@@ -19,7 +19,6 @@ WIDENING_CELL = "overflow-widening"
 COST = "overflow-interpreter-cost"  # set by the interpreter huge-case tests (tiers)
 DETAIL = "overflow-detail"  # a test's user property: what its detector found
 SLOWEST = 5
-SMALL_DETECTORS = ("correctness", "row-0 copy", "validation", "static")
 GOOD = {"fixed": "passed", "overflow": "overflows", "twin": "twin caught"}
 BAD = {"fixed": "FAILED", "overflow": "STOPPED OVERFLOWING?", "twin": "TWIN MISSED"}
 
@@ -186,13 +185,14 @@ REPORT = pytest.StashKey[DetectorReport]()
 def detectors():
     """The report's columns, in order: the small-batch and static detectors, then a huge one
     per memory backend."""
-    from triton_overflow.memory import BACKENDS
-    return SMALL_DETECTORS + tuple(backend.detector for backend in BACKENDS.values())
+    from triton_overflow.engine.memory import BACKENDS
+    from triton_overflow.plugin.tiers import SMALL_DETECTORS
+    return tuple(SMALL_DETECTORS) + tuple(backend.detector for backend in BACKENDS.values())
 
 
 def widening_detectors():
     """The columns of the widening matrix: the backends the mutant tests run on."""
-    from triton_overflow.memory import BACKENDS
+    from triton_overflow.engine.memory import BACKENDS
     return tuple(backend.detector for backend in BACKENDS.values() if backend.mutant_tests)
 
 

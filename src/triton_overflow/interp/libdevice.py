@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from triton_overflow import compat
+from triton_overflow.interp import runtime
 
 BACKENDS = ("triton.language.extra.cuda.libdevice", "triton.language.extra.hip.libdevice")
 GENERIC = "triton.language.extra.libdevice"
@@ -190,7 +190,7 @@ class _OncePerLaunch:
     def __call__(self, fn):
         key = id(fn.__globals__)
         if self.patched is not None and key in self.patched:
-            return compat.interpreter()._LangPatchScope()
+            return runtime.interpreter()._LangPatchScope()
         scope = self.patch_lang(fn)
         self.plan.apply(fn, scope)
         if self.patched is None:
@@ -219,7 +219,7 @@ def install():
     global _installed
     if _installed:
         return True
-    interpreter = compat.interpreter()
+    interpreter = runtime.interpreter()
     builder = getattr(interpreter, "InterpreterBuilder", None)
     patch_lang = getattr(interpreter, "_patch_lang", None)
     semantic = getattr(interpreter, "interpreter_semantic", None)
@@ -234,7 +234,7 @@ def install():
 
     once = _OncePerLaunch(patch_lang, plan)
     interpreter._patch_lang = once
-    executor = compat.grid_executor()
+    executor = runtime.grid_executor()
     launch = executor.__call__
 
     def call(self, *args, **kwargs):

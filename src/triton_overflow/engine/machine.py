@@ -2,7 +2,9 @@
 
 import platform
 
-from triton_overflow import devices, mode
+from triton_overflow.engine import devices
+
+from triton_overflow.interp import execution_mode
 
 
 def describe():
@@ -23,6 +25,6 @@ def describe():
         "triton": triton.__version__,
         "hypothesis": hypothesis.__version__,
         "python": platform.python_version(),
-        "kernels": "interpreter" if mode.interpreted() or not gpus else "native",
+        "kernels": "interpreter" if execution_mode.interpreted() or not gpus else "native",
         "torch_cuda": torch.version.cuda or "none",
     }

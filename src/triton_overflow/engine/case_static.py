@@ -3,8 +3,8 @@
 A module can hold kernels a case never runs, or run one kernel with a flag that selects its
 widening (``WIDEN=True`` from the fixed launcher, ``False`` from a buggy one). Linting the
 whole module would judge the case by code it does not run, so the case's launch is run once
-on a small batch in the interpreter and recorded (``triton_overflow.record``), and exactly the
-kernels it launched are compiled with the constexpr values and pointer types of that launch.
+on a small batch in the interpreter and recorded (``triton_overflow.lint.record``), and
+exactly the kernels it launched are compiled with the constexpr values and pointer types of that launch.
 Every int argument stays i32, whatever its small value was (a launch with one request would
 otherwise specialise ``num_reqs = 1`` and hide its products), and the levels are the lint's
 own, or the exact answer at the case's ``limits``. The twin's check compiles the twin's kernels
@@ -12,34 +12,42 @@ as the case's recorded launch launched them: its launcher is the same host code.
 """
 
 import functools
+import importlib.util
 from pathlib import Path
 
-from triton_overflow import mode, shared
-from triton_overflow.isolation import run_isolated
+from triton_overflow.engine import session_values
+
+from triton_overflow.engine.isolation import run_isolated
+from triton_overflow.interp import execution_mode
 
 SMALL_ROWS = 4
 
 
+class StaticCheckError(RuntimeError):
+    """The static check of a case or a module did not run; the message says why."""
+
+
 def static_summary(case, twin):
     """The static check of the kernels ``case`` launches (of its int32 twin with ``twin``), as a
-    JSON summary: exit code, text, kernels and findings; raises ``RuntimeError`` with the reason
-    when the launch or the check did not run."""
-    from triton_overflow import compat
-    where = mode.INTERPRETER
-    if compat.interpreter_problem() is not None:
-        if not mode.cuda_available():
-            raise RuntimeError(f"the static tier records {case.name}'s launch in the "
-                               f"interpreter or on a GPU: {compat.interpreter_problem()}, and "
+    JSON summary: exit code, text, kernels and findings; raises ``StaticCheckError`` with the
+    reason when the launch or the check did not run."""
+    from triton_overflow import triton_versions
+    where = execution_mode.INTERPRETER
+    if triton_versions.interpreter_problem() is not None:
+        if not execution_mode.cuda_available():
+            raise StaticCheckError(f"the static tier records {case.name}'s launch in the "
+                               "interpreter or on a GPU: "
+                               f"{triton_versions.interpreter_problem()}, and "
                                "no CUDA device is visible")
-        where = mode.DEVICE
+        where = execution_mode.DEVICE
     records = _small_launch_records(case, where)
     if twin:
         records = _as_twin(records, case)
-    checked = run_isolated("triton_overflow.case_static:lint_records",
+    checked = run_isolated("triton_overflow.engine.case_static:lint_records",
                            {"records": records, "limits": dict(case.limits)},
-                           mode=mode.COMPILE, timeout=600)
+                           mode=execution_mode.COMPILE, timeout=600)
     if not checked.passed:
-        raise RuntimeError(f"the static check of {case.name}'s kernels did not run: "
+        raise StaticCheckError(f"the static check of {case.name}'s kernels did not run: "
                            f"{checked.summary()}\n{checked.output}")
     return checked.value
 
@@ -52,22 +60,22 @@ def _small_launch_records(case, where):
     reference = case_reference(case)
 
     def recorded():
-        outcome = run_isolated("triton_overflow.case_static:record_small_launch",
+        outcome = run_isolated("triton_overflow.engine.case_static:record_small_launch",
                                {"case": reference}, mode=where, timeout=600)
         if not outcome.passed:
-            raise RuntimeError(f"the small launch of {case.name} that the static tier records "
+            raise StaticCheckError(f"the small launch of {case.name} that the static tier records "
                                f"did not run: {outcome.summary()}\n{outcome.output}")
         if not outcome.value:
-            raise RuntimeError(f"the small launch of {case.name} launched no Triton kernel")
+            raise StaticCheckError(f"the small launch of {case.name} launched no Triton kernel")
         return outcome.value
-    return shared.once(["small_launch", reference, where], recorded)
+    return session_values.once(["small_launch", reference, where], recorded)
 
 
 def _as_twin(records, case):
     """The records of the case's int32 twin: the same launcher makes the same launches (the
     constexprs, types and grids are the host's), of the twin's kernels where the case's
     module defines them."""
-    from triton_overflow.lint.summary import module_file
+    from triton_overflow.locations import module_file
     from triton_overflow.twin import write_twin
     origin = module_file(case.module)
     twin_file = None
@@ -85,12 +93,12 @@ def record_small_launch(case):
     interpreter cannot run); the launch records."""
     import importlib
 
-    from triton_overflow import record
+    from triton_overflow.lint import record
     from triton_overflow.cases import resolve_case
-    from triton_overflow.runner import as_on_gpu, small_batch, small_run
+    from triton_overflow.engine.runner import as_on_gpu, small_batch, small_run
     record.install()
     case = resolve_case(case)
-    run = small_run(case, "cpu" if mode.interpreted() else "cuda", SMALL_ROWS)
+    run = small_run(case, "cpu" if execution_mode.interpreted() else "cuda", SMALL_ROWS)
     huge = small_batch(case, run)
     kernels = importlib.import_module(case.module)
     with as_on_gpu(case, run.interpreted):
@@ -106,7 +114,8 @@ def lint_records(records, limits):
     the lint's levels or at ``limits``."""
     from triton_overflow.lint import Report
     from triton_overflow.lint.launches import check_records, from_dict, parse_limits
-    from triton_overflow.lint.report import as_text, shown
+    from triton_overflow.lint.report import as_text
+    from triton_overflow.locations import shown
     from triton_overflow.twin import twin_origin
     facts = [parse_limits(",".join(f"{k}={v}" for k, v in limits.items()))] if limits else []
     report = check_records([from_dict(record, facts) for record in records],
@@ -121,26 +130,50 @@ def lint_records(records, limits):
 
 @functools.cache
 def case_summary(case, twin):
-    """``case_static.static_summary``, once per case and twin in this process."""
-    import pytest
-    try:
-        return static_summary(case, twin)
-    except RuntimeError as error:
-        pytest.fail(str(error))
+    """``static_summary``, once per case and twin in this process."""
+    return static_summary(case, twin)
 
 
 @functools.cache
 def lint_summary(module, twins, widening=None):
     """The static check of ``module`` (dotted; its twin, or with ``widening`` the mutant that
-    undoes only that widening), run in a child process without the interpreter, once a run."""
-    import pytest
+    undoes only that widening), run in a child process without the interpreter, once a run;
+    ``StaticCheckError`` when it did not run."""
     arguments = {"module": module, "twins": twins, "widening": widening}
 
     def checked():
-        outcome = run_isolated("triton_overflow.lint.summary:module_summary", arguments,
-                               mode=mode.COMPILE, timeout=600)
+        outcome = run_isolated("triton_overflow.engine.case_static:module_summary", arguments,
+                               mode=execution_mode.COMPILE, timeout=600)
         if not outcome.passed:
-            pytest.fail(f"the static check of {module} did not run: {outcome.summary()}\n"
-                        f"{outcome.output}")
+            raise StaticCheckError(f"the static check of {module} did not run: "
+                                   f"{outcome.summary()}\n{outcome.output}")
         return outcome.value
-    return shared.once(["module_summary", arguments], checked)
+    return session_values.once(["module_summary", arguments], checked)
+
+
+def module_summary(module, twins, widening=None):
+    """A JSON summary of the static check of ``module`` (dotted; its twins with ``twins``, or with
+    ``widening`` the mutant that undoes only that widening)."""
+    from triton_overflow.lint import lint
+    from triton_overflow.lint.report import as_text
+    from triton_overflow.locations import shown
+    from triton_overflow.twin import write_twin
+    from triton_overflow.locations import functions_reaching
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        raise LookupError(f"module {module} not found")
+    path, only = spec.origin, None
+    if widening is not None:
+        from triton_overflow.twin import list_widenings
+        path = str(write_twin(spec.origin, only=widening))
+        only = functions_reaching(spec.origin, list_widenings(spec.origin)[widening].line)
+    report = lint([path], twins=twins, only=only)
+    origin = {path: spec.origin}
+    return {"exit": report.exit_code, "text": as_text(report, [path]),
+            "kernels": [r.name for r in report.results],
+            "variants": {r.name: [sorted([f"{shown(origin.get(file, file))}:{line}", product]
+                                         for file, line, product in keys)
+                                  for keys in r.per_variant] for r in report.results},
+            "findings": [{"kernel": f.kernel,
+                          "where": f"{shown(origin.get(f.file, f.file))}:{f.line}",
+                          "product": f.product, "level": f.level} for f in report.findings]}

@@ -1,11 +1,11 @@
 """The pytest plugin of triton_overflow, loaded through the ``pytest11`` entry point.
 
-It chooses where kernels run before any test module imports one (``triton_overflow.mode``:
-Triton's CPU interpreter without a CUDA device, the device with one), registers the markers,
-the hypothesis profiles (``dev``, ``ci``, ``nightly``: pick one with hypothesis's own
-``--hypothesis-profile``), writes the report header, skips what this machine cannot run with
-the reason, and collects the kernel x detector outcomes behind ``triton-overflow validate``.
-Disable it with ``-p no:triton_overflow``.
+It chooses where kernels run before any test module imports one
+(``triton_overflow.interp.execution_mode``: Triton's CPU interpreter without a CUDA device, the
+device with one), registers the markers, the hypothesis profiles (``dev``, ``ci``, ``nightly``:
+pick one with hypothesis's own ``--hypothesis-profile``), writes the report header, skips what
+this machine cannot run with the reason, and collects the kernel x detector outcomes behind
+``triton-overflow validate``. Disable it with ``-p no:triton_overflow``.
 """
 
 import functools
@@ -13,7 +13,9 @@ import os
 
 import pytest
 
-from triton_overflow import devices, mode
+from triton_overflow.engine import devices
+
+from triton_overflow.interp import execution_mode
 
 MARKERS = {
     "correctness": "kernels against their float64 reference (interpreter on a CPU, native on a GPU)",
@@ -98,7 +100,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
         devices.start_run()
     requested = (early_config.known_args_namespace.overflow_mode
                  or early_config.getini("overflow_mode") or "auto")
-    early_config._overflow_mode = mode.configure(requested)
+    early_config._overflow_mode = execution_mode.configure(requested)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
@@ -118,7 +120,7 @@ def pytest_configure(config):
         set_expectations(config.getoption("overflow_expect") + config.getini("overflow_expect"))
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
-    from triton_overflow.report import REPORT, DetectorReport
+    from triton_overflow.plugin.detector_report import REPORT, DetectorReport
     report = DetectorReport(config, config.getoption("--detector-report"),
                             config.getoption("--overflow-progress"))
     config.stash[REPORT] = report
@@ -128,20 +130,21 @@ def pytest_configure(config):
 def pytest_report_header(config):
     from hypothesis import settings
 
-    from triton_overflow import compat
-    from triton_overflow.environment import describe
+    from triton_overflow import triton_versions
+    from triton_overflow.engine.machine import describe
     facts = describe()
     versions = ", ".join(f"{name} {facts[name]}" for name in ("torch", "triton", "hypothesis",
                                                                "python"))
     lines = [f"triton-overflow: GPU: {facts['GPU']}", f"triton-overflow: versions: {versions}",
-             f"triton-overflow: kernels run {'in the interpreter' if mode.interpreted() else 'natively'}"
+             "triton-overflow: kernels run "
+             f"{'in the interpreter' if execution_mode.interpreted() else 'natively'}"
              f"; hypothesis profile: {_profile_name(settings)} "
              f"(choose with --hypothesis-profile)"]
     for tier, problem in _unavailable_tiers().items():
         lines.append(f"triton-overflow: {tier} cannot run here: {problem}")
     try:
-        compat.check_supported()
-    except compat.UnsupportedTriton as error:
+        triton_versions.check_supported()
+    except triton_versions.UnsupportedTriton as error:
         lines.append(f"triton-overflow: {error}")
     return lines
 
@@ -152,12 +155,12 @@ def _profile_name(settings):
 
 
 def _unavailable_tiers():
-    from triton_overflow import compat
+    from triton_overflow import triton_versions
     problems = {}
-    interpreter = compat.interpreter_problem()
+    interpreter = triton_versions.interpreter_problem()
     if interpreter:
         problems["the interpreter tier"] = interpreter
-    if not mode.cuda_available():
+    if not execution_mode.cuda_available():
         problems["the gpu tier"] = "needs a CUDA device; none visible here (run on a GPU runner)"
     return problems
 
@@ -168,8 +171,8 @@ def pytest_collection_modifyitems(config, items):
     if require_gpu and "the gpu tier" in unavailable:
         raise pytest.UsageError("--require-gpu: the gpu tier was asked for, but "
                                 + unavailable["the gpu tier"])
-    from triton_overflow.memory import BACKENDS
-    from triton_overflow.report import detectors
+    from triton_overflow.engine.memory import BACKENDS
+    from triton_overflow.plugin.detector_report import detectors
     known = detectors()
     keep, dropped = [], []
     for item in items:
@@ -246,8 +249,8 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_unconfigure(config):
-    from triton_overflow import shared
-    shared.clear()  # only where the run started
+    from triton_overflow.engine import session_values
+    session_values.clear()  # only where the run started
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -261,4 +264,5 @@ def pytest_terminal_summary(terminalreporter, config):
 def kernel_device():
     """Where kernels run in this process: the GPU natively, else the CPU interpreter."""
     import torch
-    return torch.device("cpu" if mode.interpreted() or not torch.cuda.is_available() else "cuda")
+    native = torch.cuda.is_available() and not execution_mode.interpreted()
+    return torch.device("cuda" if native else "cpu")

@@ -4,14 +4,13 @@ marker on its line says its product cannot reach 2**31."""
 
 import pytest
 
-from triton_overflow.case_static import case_summary, lint_summary
 from triton_overflow.cases import SAFE, expectation
-from triton_overflow.lint.report import shown
-from triton_overflow.lint.summary import function_at, module_file
-from triton_overflow.memory import BACKENDS, INTERPRETER_BACKEND, MUTANT_DEVICE_BACKEND
-from triton_overflow.report import detail
-from triton_overflow.runner import (gpu_caught, how_caught, interpreter_caught, kernel_outcome,
-                                    run_huge, wrap_location)
+from triton_overflow.engine.memory import BACKENDS, INTERPRETER_BACKEND, MUTANT_DEVICE_BACKEND
+from triton_overflow.engine.runner import gpu_caught, how_caught, interpreter_caught, wrap_location
+from triton_overflow.locations import shown
+from triton_overflow.locations import function_at, module_file
+from triton_overflow.plugin.detector_report import detail
+from triton_overflow.plugin.outcomes import case_check, huge_run, kernel_run, module_check
 
 
 INTERPRETER_ORACLES = (("negative", True), ("aliased", True), ("aliased", False))
@@ -26,20 +25,17 @@ def mutant_tests(cases, fresh):
     widenings = widening_params(cases)
     if not widenings:
         return {}
-    interpreted, device = BACKENDS[INTERPRETER_BACKEND], BACKENDS[MUTANT_DEVICE_BACKEND]
+    from triton_overflow.plugin.tiers import tier_marks
 
-    def params(*marks):
+    def params(backend):
+        marks = [pytest.mark.widening(detector=BACKENDS[backend].detector),
+                 *tier_marks(backend=backend)]
         return [pytest.param(*p.values, id=p.id, marks=[*p.marks, *marks]) for p in widenings]
     return {
         "test_interpreter_huge_cases_catch_each_widening": pytest.mark.parametrize(
-            "module, widening", params(pytest.mark.widening(detector=interpreted.detector),
-                                       pytest.mark.interp, pytest.mark.huge))(
-            fresh(caught_in_the_interpreter)),
+            "module, widening", params(INTERPRETER_BACKEND))(fresh(caught_in_the_interpreter)),
         "test_gpu_huge_cases_catch_each_widening": pytest.mark.parametrize(
-            "module, widening", params(pytest.mark.widening(detector=device.detector),
-                                       pytest.mark.gpu, pytest.mark.huge,
-                                       pytest.mark.memory_backend(device.key)))(
-            fresh(caught_on_the_gpu)),
+            "module, widening", params(MUTANT_DEVICE_BACKEND))(fresh(caught_on_the_gpu)),
     }
 
 
@@ -92,7 +88,7 @@ def _catch_widening(test, module, widening, request, backend, oracles, caught):
     # launches reach costs one run, not one per oracle, in each case that misses it.
     for wrap, wrap_check in oracles:
         for case in cases:
-            outcome = run_huge(case, wrap, backend, twin=True, wrap_check=wrap_check,
+            outcome = huge_run(case, wrap, backend, twin=True, wrap_check=wrap_check,
                                widening=widening)
             if caught(outcome) and _attributable(outcome, exposed, case, wrap, backend,
                                                  wrap_check):
@@ -110,9 +106,9 @@ def _exposed_products(module, widening):
     """``file:line`` of each i32 product the mutant has in a flag combination where the
     module has not (a product the module leaves i32 behind another flag value is not this
     widening's)."""
-    before = lint_summary(module, False)["variants"]
+    before = module_check(module, False)["variants"]
     exposed = set()
-    for kernel, variants in lint_summary(module, False, widening)["variants"].items():
+    for kernel, variants in module_check(module, False, widening)["variants"].items():
         known = before.get(kernel, [])
         for index, pairs in enumerate(variants):
             had = {tuple(pair) for pair in known[index]} if index < len(known) else set()
@@ -123,14 +119,14 @@ def _exposed_products(module, widening):
 def _attributable(outcome, exposed, case, wrap, backend, wrap_check):
     """Whether a caught mutant was caught by its own widening: the wrap is at an exposed
     product, or the unmutated kernel passes the same run."""
-    if outcome.wrapped and wrap_location(outcome.message) in exposed:
+    if outcome.wrapped and wrap_location(outcome) in exposed:
         return True
-    return kernel_outcome(case, wrap, backend, wrap_check=wrap_check).passed
+    return kernel_run(case, wrap, backend, wrap_check=wrap_check).passed
 
 
 def _unlaunched_hint(cases, file, line):
     kernel = function_at(file, line)
-    launched = {name for c in cases for name in case_summary(c, False)["kernels"]}
+    launched = {name for c in cases for name in case_check(c, False)["kernels"]}
     if kernel not in launched:
         names = ", ".join(c.name for c in cases) or "none"
         return (f" (no SAFE case launches {kernel}; the SAFE cases of this module: {names}: "

@@ -32,17 +32,16 @@ from typing import ClassVar
 
 import pytest
 
-from triton_overflow import mode
-from triton_overflow.case_static import case_summary
 from triton_overflow.cases import (OVERFLOWS, SAFE, CompileSpec, RowsCase, case_reference,
                                    expectation, validate_case)
-from triton_overflow.isolation import run_isolated
-from triton_overflow.lint.summary import module_file
-from triton_overflow.memory import BACKENDS, DEVICE_BACKENDS, INTERPRETER_BACKEND
-from triton_overflow.report import COST, detail
-from triton_overflow.runner import (gpu_caught, how_caught, kernel_outcome, run_huge,
-                                    sanitizer_report, wrap_location)
-from triton_overflow.widenings import mutant_tests
+from triton_overflow.engine.isolation import run_isolated
+from triton_overflow.engine.memory import BACKENDS, DEVICE_BACKENDS, INTERPRETER_BACKEND
+from triton_overflow.engine.runner import gpu_caught, how_caught, sanitizer_report, wrap_location
+from triton_overflow.interp import execution_mode
+from triton_overflow.locations import module_file
+from triton_overflow.plugin.detector_report import COST, detail
+from triton_overflow.plugin.outcomes import case_check, huge_run, kernel_run
+from triton_overflow.plugin.widenings import mutant_tests
 
 WRAPS = ("negative", "aliased")
 INTERPRETED = BACKENDS[INTERPRETER_BACKEND]
@@ -65,8 +64,26 @@ def register(case):
     return reference
 
 
-def _param(case, *values, detector, role, extra_marks=()):
-    marks = [pytest.mark.covers(kernel=case.name, detector=detector, role=role), *extra_marks]
+# The report's columns that no memory backend makes, in order, each with the tier mark of its
+# tests (each memory backend adds its own column: ``engine.memory.MemoryBackend``).
+SMALL_DETECTORS = {"correctness": "correctness", "row-0 copy": "correctness",
+                   "validation": "validation", "static": "static"}
+
+
+def tier_marks(detector=None, backend=None):
+    """The marks of a test filling ``detector``'s column, or running on memory ``backend``."""
+    if backend is None:
+        return [getattr(pytest.mark, SMALL_DETECTORS[detector])]
+    if BACKENDS[backend].execution == execution_mode.INTERPRETER:
+        return [pytest.mark.interp, pytest.mark.huge]
+    return [pytest.mark.gpu, pytest.mark.huge, pytest.mark.memory_backend(backend)]
+
+
+def _param(case, *values, role, detector=None, backend=None):
+    """One generated test of ``case``: its cell (``detector``'s, or ``backend``'s) and marks."""
+    column = detector or BACKENDS[backend].detector
+    marks = [pytest.mark.covers(kernel=case.name, detector=column, role=role),
+             *tier_marks(detector, backend)]
     return pytest.param(case, *values, id="-".join([case.name, *map(str, values)]), marks=marks)
 
 
@@ -93,47 +110,43 @@ class OverflowTests:
 def _generate(cls):
     safe = [c for c in cls.cases if expectation(c) == SAFE]
     every = list(cls.cases)
-    static, interp, huge, gpu = (pytest.mark.static, pytest.mark.interp, pytest.mark.huge,
-                                 pytest.mark.gpu)
+    interp = INTERPRETER_BACKEND
     tests = {}
     if every:
         tests["test_static_check"] = pytest.mark.parametrize("case", [
-            _param(c, detector="static", role=_role(c), extra_marks=[static]) for c in every])(
+            _param(c, detector="static", role=_role(c)) for c in every])(
             _fresh(_test_static_check))
         tests["test_interpreter_huge_case"] = pytest.mark.parametrize("case, wrap", [
-            _param(c, w, detector=INTERPRETED.detector, role=_role(c), extra_marks=[interp, huge])
+            _param(c, w, backend=interp, role=_role(c))
             for c in every for w in WRAPS])(_fresh(_test_interpreter_huge_case))
         tests["test_gpu_huge_case"] = pytest.mark.parametrize("case, wrap, backend", [
-            _param(c, w, b, detector=BACKENDS[b].detector, role=_role(c),
-                   extra_marks=[gpu, huge, pytest.mark.memory_backend(b)])
+            _param(c, w, b, backend=b, role=_role(c))
             for b in DEVICE_BACKENDS for c in every for w in WRAPS])(_fresh(_test_gpu_huge_case))
     if safe:
         tests["test_static_check_flags_twin"] = pytest.mark.parametrize("case", [
-            _param(c, detector="static", role="twin", extra_marks=[static]) for c in safe])(
+            _param(c, detector="static", role="twin") for c in safe])(
             _fresh(_test_static_check_flags_twin))
         tests["test_interpreter_huge_case_catches_twin_wrap"] = pytest.mark.parametrize(
-            "case, wrap", [_param(c, w, detector=INTERPRETED.detector, role="twin",
-                                  extra_marks=[interp, huge]) for c in safe for w in WRAPS])(
-            _fresh(_test_interpreter_twin_wrap))
+            "case, wrap", [_param(c, w, backend=interp, role="twin")
+                           for c in safe for w in WRAPS])(_fresh(_test_interpreter_twin_wrap))
         tests["test_interpreter_huge_case_catches_twin_silent_corruption"] = \
             pytest.mark.parametrize("case", [
-                _param(c, detector=INTERPRETED.detector, role="twin", extra_marks=[interp, huge])
-                for c in safe])(_fresh(_test_interpreter_twin_silent))
+                _param(c, backend=interp, role="twin") for c in safe])(
+                _fresh(_test_interpreter_twin_silent))
         tests["test_gpu_huge_case_catches_twin"] = pytest.mark.parametrize(
-            "case, wrap, backend", [
-                _param(c, w, b, detector=BACKENDS[b].detector, role="twin",
-                       extra_marks=[gpu, huge, pytest.mark.memory_backend(b)])
-                for b in DEVICE_BACKENDS for c in safe for w in WRAPS])(_fresh(_test_gpu_twin))
+            "case, wrap, backend", [_param(c, w, b, backend=b, role="twin")
+                                    for b in DEVICE_BACKENDS for c in safe for w in WRAPS])(
+            _fresh(_test_gpu_twin))
     if cls.widening_tests:
         tests.update(mutant_tests(safe, _fresh))
     rows = [c for c in safe if isinstance(c, RowsCase)] if cls.small_batch_tests else []
     if rows:
         tests["test_small_batch_matches_reference"] = pytest.mark.parametrize("case", [
-            _param(c, detector="correctness", role="fixed", extra_marks=[pytest.mark.correctness])
-            for c in rows])(_fresh(_test_small_batch))
+            _param(c, detector="correctness", role="fixed") for c in rows])(
+            _fresh(_test_small_batch))
         tests["test_copied_row_matches_row_zero"] = pytest.mark.parametrize("case", [
-            _param(c, detector="row-0 copy", role="fixed", extra_marks=[pytest.mark.correctness])
-            for c in rows])(_fresh(_test_copied_row))
+            _param(c, detector="row-0 copy", role="fixed") for c in rows])(
+            _fresh(_test_copied_row))
     if cls.compile_specs:
         tests["test_compiles_for_sm90"] = pytest.mark.parametrize(
             "spec", [pytest.param(s, id=s.id) for s in cls.compile_specs])(
@@ -161,7 +174,7 @@ def _role(case):
 def _test_static_check(self, case, request):
     """The static check finds no error in the kernels the case launches, compiled as its
     launcher launches them (a known overflow: an error, named)."""
-    summary = case_summary(case, False)
+    summary = case_check(case, False)
     errors = [f for f in summary["findings"] if f["level"] == "error"]
     if expectation(case) == OVERFLOWS:
         if not errors:
@@ -176,7 +189,7 @@ def _test_static_check(self, case, request):
 
 def _test_static_check_flags_twin(self, case, request):
     """The static check flags every kernel the case launches from its int32 twin."""
-    summary = case_summary(case, True)
+    summary = case_check(case, True)
     assert summary["exit"] == 1, summary["text"]
     flagged = {f["kernel"] for f in summary["findings"] if f["level"] == "error"}
     missed = [k for k in summary["kernels"] if k not in flagged]
@@ -187,9 +200,9 @@ def _test_static_check_flags_twin(self, case, request):
 
 
 def _interpreted_overflow(case, wrap, request):
-    outcome = kernel_outcome(case, wrap, INTERPRETER_BACKEND, wrap_check=True)
+    outcome = kernel_run(case, wrap, INTERPRETER_BACKEND, wrap_check=True)
     if outcome.wrapped:
-        detail(request, "overflows at " + wrap_location(outcome.message))
+        detail(request, "overflows at " + wrap_location(outcome))
         return
     pytest.fail(f"{case.name} is declared expect=OVERFLOWS, but its huge case did not overflow "
                 f"({outcome.summary()}): if it is fixed, declare it SAFE\n{outcome.output}")
@@ -199,7 +212,7 @@ def _test_interpreter_huge_case(self, case, wrap, request):
     """The highest-offset rows equal row 0 and the reference; no i32 operation wraps."""
     if expectation(case) == OVERFLOWS:
         return _interpreted_overflow(case, wrap, request)
-    outcome = kernel_outcome(case, wrap, INTERPRETER_BACKEND, wrap_check=True)
+    outcome = kernel_run(case, wrap, INTERPRETER_BACKEND, wrap_check=True)
     assert outcome.passed, outcome.summary() + "\n" + outcome.output
     request.node.user_properties.append((COST, {
         "case": f"{case.name} ({wrap})", "seconds": round(outcome.seconds, 1),
@@ -208,7 +221,7 @@ def _test_interpreter_huge_case(self, case, wrap, request):
 
 def _test_interpreter_twin_wrap(self, case, wrap):
     """On the int32 twin the wrap check stops at the wrapping product, naming the kernel line."""
-    outcome = run_huge(case, wrap, INTERPRETER_BACKEND, twin=True, wrap_check=True)
+    outcome = huge_run(case, wrap, INTERPRETER_BACKEND, twin=True, wrap_check=True)
     assert outcome.wrapped, outcome.summary() + "\n" + outcome.output
     kernel_file = module_file(case.module)
     assert f"int32 twin of {kernel_file}" in outcome.message, outcome.message
@@ -217,7 +230,7 @@ def _test_interpreter_twin_wrap(self, case, wrap):
 def _test_interpreter_twin_silent(self, case, request):
     """Without the wrap check, the aliased twin reads or writes a poisoned row (a wrong row),
     or faults on the way there."""
-    outcome = run_huge(case, "aliased", INTERPRETER_BACKEND, twin=True, wrap_check=False)
+    outcome = huge_run(case, "aliased", INTERPRETER_BACKEND, twin=True, wrap_check=False)
     if outcome.passed:
         pytest.fail(f"the int32 twin of {case.module} gave right rows with the aliased wrap, "
                     "although it read or wrote a poisoned row: the case's output may not "
@@ -230,7 +243,7 @@ def _test_interpreter_twin_silent(self, case, request):
 
 def _test_gpu_huge_case(self, case, wrap, backend, request):
     """On the device, the whole batch: the highest-offset rows equal row 0 and the reference."""
-    outcome = kernel_outcome(case, wrap, backend)
+    outcome = kernel_run(case, wrap, backend)
     if expectation(case) == OVERFLOWS:
         if gpu_caught(outcome):
             detail(request, "overflows: " + outcome.summary()[:200])
@@ -247,7 +260,7 @@ def _test_gpu_huge_case(self, case, wrap, backend, request):
 
 def _test_gpu_twin(self, case, wrap, backend, request):
     """On the device the int32 twin faults or produces a wrong row."""
-    outcome = run_huge(case, wrap, backend, twin=True)
+    outcome = huge_run(case, wrap, backend, twin=True)
     request.node.user_properties.append(("twin_outcome", outcome.summary()[:300]))
     assert gpu_caught(outcome), outcome.summary() + "\n" + outcome.output
 
@@ -257,7 +270,7 @@ def _test_gpu_twin(self, case, wrap, backend, request):
 def _small_batch(case, device, rows, copy_row):
     import importlib
 
-    from triton_overflow.runner import as_on_gpu, small_batch, small_run
+    from triton_overflow.engine.runner import as_on_gpu, small_batch, small_run
     run = small_run(case, device, rows)
     logits = small_batch(case, run, copy_row)
     planted = {row: logits[row].cpu().clone() for row in range(rows)}
@@ -285,9 +298,9 @@ def _test_copied_row(self, case, kernel_device):
 
 def _test_compiles(self, spec):
     """The kernel compiles for sm_90 through LLVM IR, on the CPU."""
-    outcome = run_isolated("triton_overflow.gpu_compile:compile_for_gpu",
+    outcome = run_isolated("triton_overflow.engine.gpu_compile:compile_for_gpu",
                            dict(kernel=spec.kernel, types=spec.types, constants=spec.constants,
-                                num_warps=spec.num_warps), mode=mode.COMPILE, timeout=600)
+                                num_warps=spec.num_warps), mode=execution_mode.COMPILE, timeout=600)
     assert outcome.passed, outcome.summary() + "\n" + outcome.output
 
 
