@@ -3,13 +3,13 @@ shipped, naming the line, and pass with the fix; bad input is a usage error that
 
 import os
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.lint_cli import run_cli, run_module
 from triton_overflow.repro.launch import LaunchError, parse
 
 ENGINE = Path(__file__).resolve().parents[1] / "examples" / "myengine"
@@ -20,8 +20,7 @@ def _cli(*args, cwd=ENGINE, env=None):
     environment = dict(os.environ, PYTHONPATH=str(ENGINE / "src"))
     environment.pop("TRITON_INTERPRET", None)
     environment.update(env or {})
-    return subprocess.run([sys.executable, "-m", "triton_overflow", *args], cwd=cwd,
-                          env=environment, capture_output=True, text=True, timeout=600)
+    return run_cli(*args, env=environment, cwd=cwd)
 
 
 def _tiers():
@@ -33,9 +32,8 @@ def _tiers():
 def _run_tests(folder):
     environment = dict(os.environ, PYTHONPATH=str(ENGINE / "src"))
     selection = ["-k", "interpreter"] if _tiers() == 1 else []
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
-                           *selection, str(folder)], cwd=folder, env=environment,
-                          capture_output=True, text=True, timeout=900)
+    return run_module("pytest", "-q", "-p", "no:cacheprovider", "-rA", *selection, folder,
+                      env=environment, cwd=folder, timeout=900)
 
 
 def _assert_shipped_fails_and_widened_passes(folder, findings):
@@ -323,10 +321,9 @@ def test_a_reproduction_that_cannot_find_the_kernel_fails_and_run_reports_the_ve
     moved.mkdir(parents=True)
     test = next(out.glob("test_*.py"))
     (moved / test.name).write_text(test.read_text())
-    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
-                          "interpreter", str(moved)], cwd=moved, capture_output=True, text=True,
-                         timeout=600, env={k: v for k, v in os.environ.items()
-                                           if k != "TRITON_OVERFLOW_ENGINE_ROOT"})
+    ran = run_module("pytest", "-q", "-p", "no:cacheprovider", "-k", "interpreter", moved,
+                     cwd=moved, env={k: v for k, v in os.environ.items()
+                                     if k != "TRITON_OVERFLOW_ENGINE_ROOT"})
     assert ran.returncode == 1 and "4 failed" in ran.stdout, ran.stdout[-2000:]
     assert "cannot run: it needs the engine's source at" in ran.stdout
 

@@ -21,6 +21,7 @@ them. The server never initialises CUDA, compiles or runs a kernel, so each chil
 fresh interpreter in that mode would, and a fault in the child is the child's alone.
 """
 
+import atexit
 import gc
 import json
 import os
@@ -153,6 +154,7 @@ class ForkServer:
     from the pipe itself (a buffered reader would hide a second line from ``select``)."""
 
     START_SECONDS = 300  # to import torch and Triton on a loaded machine
+    STOP_SECONDS = 30
 
     def __init__(self, interpreted):
         self.interpreted = interpreted
@@ -234,8 +236,26 @@ class ForkServer:
             self._process.wait()
         self._process, self._pending = None, b""
 
+    def shut_down(self):
+        """End the server's loop and wait for it (killed after ``STOP_SECONDS``), so that its
+        children's CPU time counts in this process's, as ``time`` and ``getrusage`` report it."""
+        if self._process is None or self._owner != os.getpid():
+            return
+        self._process.stdin.close()
+        try:
+            self._process.wait(timeout=self.STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.close()
+        self._process, self._pending = None, b""
+
 
 _SERVERS = {interpreted: ForkServer(interpreted) for interpreted in (False, True)}
+
+
+@atexit.register
+def shut_down_servers():
+    for server in _SERVERS.values():
+        server.shut_down()
 
 
 def _with_import_path(env):

@@ -10,6 +10,7 @@ this machine cannot run with the reason, and collects the kernel x detector outc
 
 import functools
 import os
+import sys
 
 import pytest
 
@@ -251,6 +252,9 @@ def pytest_runtest_makereport(item, call):
 def pytest_unconfigure(config):
     from triton_overflow.engine import session_values
     session_values.clear()  # only where the run started
+    isolation = sys.modules.get("triton_overflow.engine.isolation")
+    if isolation is not None:  # before xdist ends this process, which would orphan them
+        isolation.shut_down_servers()
 
 
 def pytest_terminal_summary(terminalreporter, config):
