@@ -15,16 +15,17 @@ else
     if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
         echo "env: installing ci/requirements-cpu.txt and the suite into .venv (first run takes a minute)"
         python3 -m venv "$venv"
-        # pip byte-compiles one file at a time; compileall on every core is faster.
         "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile \
             -r "$repo/ci/requirements-cpu.txt"
         "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile \
             --no-deps -e "$repo"
-        "$venv/bin/python" -m compileall -q -j 0 "$("$venv/bin/python" -c \
-            'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null || true
         echo "$wanted" >"$stamp"
     fi
     PYTHON="$venv/bin/python"
+    # Nothing is byte-compiled at install (compiling all of site-packages costs more than the
+    # modules a run imports): the first import of a module writes its bytecode, here even
+    # where the shell says not to, as this environment is the suite's own.
+    unset PYTHONDONTWRITEBYTECODE
 fi
 export PYTHON
 cd "$repo"

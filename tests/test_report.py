@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from tests.lint_cli import run_module
 from triton_overflow.engine import devices
 from triton_overflow.engine.isolation import Outcome, run_isolated
 
@@ -136,8 +137,7 @@ def test_a_misspelt_detector_fails_collection_with_the_detectors_known(tmp_path)
         "def test_cell():\n    pass\n")
     outside = {k: v for k, v in os.environ.items()
                if k not in (devices.RUN_VARIABLE, devices.SESSION_VARIABLE, devices.GPUS_VARIABLE)}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=outside)
+    done = run_module("pytest", "-p", "no:cacheprovider", "-q", cwd=tmp_path, env=outside)
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
     assert "covers(detector='corectness') names no detector; known: correctness, row-0 copy" \
         in done.stderr, done.stderr
@@ -227,3 +227,18 @@ def test_the_kernels_own_huge_run_is_made_once_a_run_and_read_back_whole(monkeyp
                     (MIN_P.name, "aliased", "aliased-device", True)]
     assert again == first and again.faulted and again.fields == {"gpu": "0"}
     assert checked == first
+
+
+@pytest.mark.parametrize("arguments, every_test, selection", [
+    ([], False, ["-m", "covers or widening"]),
+    (["-m", "static"], False, []),
+    (["-mstatic", "-q"], False, []),
+    (["--maxfail=1"], False, ["-m", "covers or widening"]),
+    ([], True, []),
+])
+def test_validate_runs_the_tests_of_its_table_unless_told_otherwise(arguments, every_test,
+                                                                    selection):
+    """`triton-overflow validate` runs the tests that fill a cell; `--every-test` (what
+    ci/test.sh passes) and a `-m` of the caller's own leave the selection alone."""
+    from triton_overflow.plugin.validate import _selection
+    assert _selection(arguments, every_test) == selection

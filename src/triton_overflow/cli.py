@@ -154,9 +154,12 @@ def parser():
     repro.add_argument("--run", action="store_true",
                        help="run the test and add its results to the report")
     validate = commands.add_parser(
-        "validate", help="run the tests this machine can run; print the kernel x detector "
-        "table; write Markdown and JUnit XML")
+        "validate", help="run the tests that fill the kernel x detector table (those with a "
+        "covers or widening mark); print the table; write Markdown and JUnit XML")
     validate.add_argument("--out", default="validation-report", help="output folder")
+    validate.add_argument("--every-test", action="store_true",
+                          help="run every test, not only those of the table (the table is "
+                          "written all the same)")
     validate.add_argument("--profile", default=None,
                           help="hypothesis profile (dev, ci, nightly), passed as "
                           "--hypothesis-profile")
@@ -183,7 +186,7 @@ def main(argv=None):
             sys.path.insert(0, os.getcwd())
         return repro_main(args)
     from triton_overflow.plugin.validate import main as validate_main
-    return validate_main(args.out, args.profile, args.pytest_args)
+    return validate_main(args.out, args.profile, args.pytest_args, args.every_test)
 
 
 def _lint(args):

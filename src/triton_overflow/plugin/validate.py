@@ -1,11 +1,14 @@
 """The validation report: every tier this machine can run, as a kernel x detector table.
 
 Runs pytest once in the current directory (``--detector-report``; on every core with
-pytest-xdist unless the extra arguments, passed on, choose; a line as each cell completes),
+pytest-xdist unless the extra arguments, passed on, choose; a line as each cell completes):
+the tests that fill a cell (``-m "covers or widening"``, unless the arguments choose ``-m``), or
+with ``every_test`` all of them, so that a run of the whole suite leaves the report too;
 then prints the table and writes it as Markdown beside pytest's JUnit XML. A cell reads
 ``passed`` (the fixed kernel passed), ``twin caught`` (the detector failed the int32 twin, as it
 must), ``overflows at file:line`` (a kernel declared known to overflow, caught as expected), or
-``skipped: <reason>``; anything else is a failure, and the command exits 1. GPU cells give the
+``skipped: <reason>``; anything else is a failure. The command exits with pytest's status
+where pytest failed, else 1 where a cell failed, else 0. GPU cells give the
 largest peak device memory of their cases. Where ``$GITHUB_STEP_SUMMARY`` is set, the table is
 appended to the job summary.
 """
@@ -20,7 +23,10 @@ from pathlib import Path
 from triton_overflow.plugin.detector_report import cell_verdict, detectors, widening_detectors
 
 
-def main(out, profile=None, pytest_args=()):
+REPORT_TESTS = "covers or widening"  # the marks of the tests that fill the report's cells
+
+
+def main(out, profile=None, pytest_args=(), every_test=False):
     from triton_overflow.engine.machine import describe
 
     out = Path(out)
@@ -30,7 +36,7 @@ def main(out, profile=None, pytest_args=()):
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--overflow-progress",
                f"--junitxml={out / 'junit.xml'}", f"--detector-report={report_path}",
                *([f"--hypothesis-profile={profile}"] if profile else []),
-               *_workers(pytest_args), *pytest_args]
+               *_selection(pytest_args, every_test), *_workers(pytest_args), *pytest_args]
     print(f"validate: running {' '.join(command[2:])}", flush=True)
     started = time.monotonic()
     code = subprocess.call(command)
@@ -62,7 +68,13 @@ def main(out, profile=None, pytest_args=()):
     print()
     print(text)
     print(f"validate: wrote {out / 'report.md'}, {out / 'junit.xml'}")
-    return 0 if code == 0 and not failures else 1
+    return code or (1 if failures else 0)
+
+
+def _selection(pytest_args, every_test):
+    """``-m`` for the tests of the report, unless every test runs or the arguments choose."""
+    chosen = any(a == "-m" or a.startswith("-m") and not a.startswith("--") for a in pytest_args)
+    return [] if every_test or chosen else ["-m", REPORT_TESTS]
 
 
 def _workers(pytest_args):
