@@ -32,7 +32,7 @@ dense=()
 [ "${OVERFLOW_DENSE:-0}" = "1" ] && dense=(--dense-huge)
 echo "nightly: validation report (profile ${OVERFLOW_HYPOTHESIS_PROFILE:-nightly}," \
      "${parallel[*]:-serial} ${dense[*]:-}) -> $out/validation"
-"$python" -m triton_overflow validate --out "$out/validation" \
+"$python" -m triton_overflow validate --every-test --out "$out/validation" \
     --profile "${OVERFLOW_HYPOTHESIS_PROFILE:-nightly}" -- -q -rs --require-gpu \
     "${parallel[@]}" "${dense[@]}" >"$out/validation.log" 2>&1
 validate_status=$?
