@@ -242,3 +242,27 @@ def test_validate_runs_the_tests_of_its_table_unless_told_otherwise(arguments, e
     ci/test.sh passes) and a `-m` of the caller's own leave the selection alone."""
     from triton_overflow.plugin.validate import _selection
     assert _selection(arguments, every_test) == selection
+
+
+class _Item:
+    """What the scheduling reads of a collected test: its start_early mark and parameters."""
+
+    def __init__(self, name, rank=None, module=None):
+        self.name, self.rank = name, rank
+        self.callspec = type("Callspec", (), {"params": {"module": module} if module else {}})
+
+    def get_closest_marker(self, name):
+        return pytest.mark.start_early(self.rank).mark if self.rank is not None else None
+
+
+def test_long_tests_start_first_dealt_round_by_their_mark():
+    """Under xdist each worker's share starts with its part of the tests marked start_early
+    (lower rank first; within a rank the larger kernel file first), then the rest in order."""
+    from triton_overflow.plugin import _dealt
+    items = [_Item("small"), _Item("mutant", 2, "kernels.min_p"), _Item("plain"),
+             _Item("static large", 0, "kernels.topk_topp"),
+             _Item("static small", 0, "kernels.min_p"), _Item("last")]
+    assert [item.name for item in _dealt(items, 2)] == [
+        "static large", "mutant", "small", "plain", "static small", "last"]
+    from tests.test_min_p import TestOverflow
+    assert pytest.mark.start_early(0).mark in TestOverflow.test_static_check.pytestmark

@@ -32,16 +32,9 @@ MARKERS = {
     "widening(detector)": "the widening x detector cell of the validation report this test fills",
     "widening_site(where, kernel, text)": "the widening (file:line) a mutant test undoes",
     "needs(text)": "what a test needs to run, added to the reason when it is skipped",
+    "start_early(rank)": "a long test, started before the others under pytest-xdist (rank 0 "
+                         "first; within a rank, the larger kernel files first)",
 }
-# The generated tests that compile whole kernels or run a family's cases, in the order that
-# xdist workers start them (every other test after them, in file order); the static checks
-# first, whose cells complete one family at a time. Within each, the larger kernel files
-# first: they take the longest to compile.
-LONGEST_FIRST = {"test_static_check": 0, "test_static_check_flags_twin": 0,
-                 "test_compiles_for_sm90": 1, "test_interpreter_huge_cases_catch_each_widening": 2,
-                 "test_gpu_huge_cases_catch_each_widening": 2}
-
-
 def _register_profiles():
     from hypothesis import HealthCheck, settings
     slow_ok = [HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -212,21 +205,22 @@ def _dealt(items, workers):
     in file order (a family's tests together, so that its kernels compile once into Triton's
     cache)."""
     rank = {item: _longest_first(item) for item in items}
-    long = sorted((item for item in items if rank[item][0] < len(LONGEST_FIRST)), key=rank.get)
-    rest = [item for item in items if rank[item][0] == len(LONGEST_FIRST)]
+    long = sorted((item for item in items if rank[item] is not None), key=rank.get)
+    rest = [item for item in items if rank[item] is None]
     share = -(-len(rest) // workers)
     return [item for worker in range(workers)
             for item in long[worker::workers] + rest[worker * share:(worker + 1) * share]]
 
 
 def _longest_first(item):
-    rank = LONGEST_FIRST.get(getattr(item, "originalname", ""))
-    if rank is None:
-        return (len(LONGEST_FIRST), 0)
+    """(rank, larger files first) of a test marked ``start_early``, else None."""
+    early = item.get_closest_marker("start_early")
+    if early is None:
+        return None
     params = getattr(getattr(item, "callspec", None), "params", {})
     module = (getattr(params.get("case"), "module", None) or params.get("module")
               or getattr(params.get("spec"), "kernel", "").partition(":")[0])
-    return (rank, -_file_size(module) if isinstance(module, str) and module else 0)
+    return (early.args[0], -_file_size(module) if isinstance(module, str) and module else 0)
 
 
 @functools.cache

@@ -44,6 +44,11 @@ from triton_overflow.plugin.outcomes import case_check, huge_run, kernel_run
 from triton_overflow.plugin.widenings import mutant_tests
 
 WRAPS = ("negative", "aliased")
+# The generated tests that compile whole kernels or run a family's cases, in the order that
+# xdist workers start them (every other test after them, in file order): the static checks
+# first, whose cells complete one family at a time, then the sm_90 compiles, then the mutants.
+START_EARLY = {"static": pytest.mark.start_early(0), "compile": pytest.mark.start_early(1),
+               "mutants": pytest.mark.start_early(2)}
 INTERPRETED = BACKENDS[INTERPRETER_BACKEND]
 _REGISTERED = {}  # case name -> case reference, for this process
 
@@ -115,7 +120,7 @@ def _generate(cls):
     if every:
         tests["test_static_check"] = pytest.mark.parametrize("case", [
             _param(c, detector="static", role=_role(c)) for c in every])(
-            _fresh(_test_static_check))
+            START_EARLY["static"](_fresh(_test_static_check)))
         tests["test_interpreter_huge_case"] = pytest.mark.parametrize("case, wrap", [
             _param(c, w, backend=interp, role=_role(c))
             for c in every for w in WRAPS])(_fresh(_test_interpreter_huge_case))
@@ -125,7 +130,7 @@ def _generate(cls):
     if safe:
         tests["test_static_check_flags_twin"] = pytest.mark.parametrize("case", [
             _param(c, detector="static", role="twin") for c in safe])(
-            _fresh(_test_static_check_flags_twin))
+            START_EARLY["static"](_fresh(_test_static_check_flags_twin)))
         tests["test_interpreter_huge_case_catches_twin_wrap"] = pytest.mark.parametrize(
             "case, wrap", [_param(c, w, backend=interp, role="twin")
                            for c in safe for w in WRAPS])(_fresh(_test_interpreter_twin_wrap))
@@ -150,7 +155,7 @@ def _generate(cls):
     if cls.compile_specs:
         tests["test_compiles_for_sm90"] = pytest.mark.parametrize(
             "spec", [pytest.param(s, id=s.id) for s in cls.compile_specs])(
-            pytest.mark.static(_fresh(_test_compiles)))
+            pytest.mark.static(START_EARLY["compile"](_fresh(_test_compiles))))
     for name, function in tests.items():
         if name not in vars(cls):
             setattr(cls, name, function)

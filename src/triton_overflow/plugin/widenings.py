@@ -25,11 +25,11 @@ def mutant_tests(cases, fresh):
     widenings = widening_params(cases)
     if not widenings:
         return {}
-    from triton_overflow.plugin.tiers import tier_marks
+    from triton_overflow.plugin.tiers import START_EARLY, tier_marks
 
     def params(backend):
         marks = [pytest.mark.widening(detector=BACKENDS[backend].detector),
-                 *tier_marks(backend=backend)]
+                 START_EARLY["mutants"], *tier_marks(backend=backend)]
         return [pytest.param(*p.values, id=p.id, marks=[*p.marks, *marks]) for p in widenings]
     return {
         "test_interpreter_huge_cases_catch_each_widening": pytest.mark.parametrize(
