@@ -184,6 +184,7 @@ def test_a_baseline_silences_its_findings_and_bad_inputs_are_refused(checkout):
     assert "cannot read the envelope deployment.toml" in no_envelope.stderr
 
 
+@pytest.mark.start_early(3)  # among the longest tests: not left for the end
 def test_the_step_installs_what_the_lint_needs_and_nothing_more(checkout, tmp_path):
     """``install: true``: a fresh environment with the Triton asked for, numpy and the suite,
     no torch; the lint runs from it."""

@@ -166,6 +166,7 @@ def test_the_json_report_follows_its_published_schema(tmp_path):
         jsonschema.validate(broken, schema)
 
 
+@pytest.mark.start_early(3)  # among the longest tests: not left for the end
 def test_the_fixes_restore_the_int32_twins_of_our_kernels(tmp_path):
     """The twins are our kernels with every widening undone: their findings' fixes, written
     in, leave kernels that compile with no product left (the widenings, found again).

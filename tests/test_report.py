@@ -153,6 +153,7 @@ def test_session():
 """
 
 
+@pytest.mark.start_early(3)  # among the longest tests: not left for the end
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["alone", "under-xdist"])
 def test_a_pytest_started_inside_a_worker_is_a_session_of_its_own(tmp_path, workers):
     """A test that starts pytest passes on its worker's variables: that pytest is a session of

@@ -63,6 +63,7 @@ def _verdicts(output):
             for line in output.splitlines() if line.startswith(("PASSED", "FAILED"))}
 
 
+@pytest.mark.start_early(3)  # among the longest tests: not left for the end
 def test_reproductions_fail_as_shipped_naming_the_line_and_pass_with_the_fix(tmp_path):
     """A program-id row (described launch) and a loaded slot (recorded launch)."""
     launches = tmp_path / "launches.json"

@@ -133,6 +133,7 @@ for k, p, vocab in ((5, None, 600), (None, 0.9, 5000), (50, 0.9, 3000), (700, 0.
 """
 
 
+@pytest.mark.start_early(3)  # among the longest tests: not left for the end
 @pytest.mark.correctness
 def test_runs_in_tritons_own_interpreter():
     """In TRITON_INTERPRET=1 without this suite's plugin, whose loop variables are int32
