@@ -13,9 +13,7 @@ from triton.language.extra.cuda import libdevice as cuda_libdevice
 from triton.language.extra.libdevice import tanh
 
 from triton_overflow import triton_versions
-
-from triton_overflow.interp import execution_mode
-from triton_overflow.interp import runtime
+from triton_overflow.interp import execution_mode, runtime
 from triton_overflow.interp import libdevice as numpy_libdevice
 
 pytestmark = [

@@ -124,6 +124,25 @@ def sleeps():
     time.sleep(60)
 
 
+def cannot_run():
+    from triton_overflow.engine.isolation import Skipped
+    raise Skipped("no room for the case here")
+
+
+def skips_as_a_test_would():
+    pytest.skip("a test's own skip")
+
+
+def test_a_child_that_cannot_run_is_a_skipped_outcome_and_only_the_engines_skip_is_one():
+    """The engine's ``Skipped`` comes back as a skipped outcome with its reason (not a value
+    inside a passed one); any other exception, pytest's own skip included, is a failure."""
+    skipped = run_isolated("tests.test_report:cannot_run", mode="compile", timeout=60)
+    assert skipped.skipped and skipped.message == "no room for the case here", skipped.summary()
+    assert skipped.summary() == "skipped: no room for the case here"
+    other = run_isolated("tests.test_report:skips_as_a_test_would", mode="compile", timeout=60)
+    assert other.status == "failed" and other.error == "Skipped", other.summary()
+
+
 def test_quick_children_come_back_at_once():
     # Both reply lines of a child that ends at once arrive together; each must still be read.
     for _ in range(10):

@@ -4,10 +4,10 @@ A module can hold kernels a case never runs, or run one kernel with a flag that 
 widening (``WIDEN=True`` from the fixed launcher, ``False`` from a buggy one). Linting the
 whole module would judge the case by code it does not run, so the case's launch is run once
 on a small batch in the interpreter and recorded (``triton_overflow.lint.record``), and
-exactly the kernels it launched are compiled with the constexpr values and pointer types of that launch.
-Every int argument stays i32, whatever its small value was (a launch with one request would
-otherwise specialise ``num_reqs = 1`` and hide its products), and the levels are the lint's
-own, or the exact answer at the case's ``limits``. The twin's check compiles the twin's kernels
+exactly the kernels it launched are compiled with the constexpr values and pointer types of
+that launch. Every int argument stays i32, whatever its small value was (a launch with one
+request would otherwise specialise ``num_reqs = 1`` and hide its products), and the levels are
+the lint's own, or the exact answer at the case's ``limits``. The twin's check compiles the twin's kernels
 as the case's recorded launch launched them: its launcher is the same host code.
 """
 
@@ -16,7 +16,6 @@ import importlib.util
 from pathlib import Path
 
 from triton_overflow.engine import session_values
-
 from triton_overflow.engine.isolation import run_isolated
 from triton_overflow.interp import execution_mode
 
@@ -36,9 +35,9 @@ def static_summary(case, twin):
     if triton_versions.interpreter_problem() is not None:
         if not execution_mode.cuda_available():
             raise StaticCheckError(f"the static tier records {case.name}'s launch in the "
-                               "interpreter or on a GPU: "
-                               f"{triton_versions.interpreter_problem()}, and "
-                               "no CUDA device is visible")
+                                   "interpreter or on a GPU: "
+                                   f"{triton_versions.interpreter_problem()}, and "
+                                   "no CUDA device is visible")
         where = execution_mode.DEVICE
     records = _small_launch_records(case, where)
     if twin:
@@ -48,7 +47,7 @@ def static_summary(case, twin):
                            mode=execution_mode.COMPILE, timeout=600)
     if not checked.passed:
         raise StaticCheckError(f"the static check of {case.name}'s kernels did not run: "
-                           f"{checked.summary()}\n{checked.output}")
+                               f"{checked.summary()}\n{checked.output}")
     return checked.value
 
 
@@ -63,8 +62,9 @@ def _small_launch_records(case, where):
         outcome = run_isolated("triton_overflow.engine.case_static:record_small_launch",
                                {"case": reference}, mode=where, timeout=600)
         if not outcome.passed:
-            raise StaticCheckError(f"the small launch of {case.name} that the static tier records "
-                               f"did not run: {outcome.summary()}\n{outcome.output}")
+            raise StaticCheckError(f"the small launch of {case.name} that the static tier "
+                                   f"records did not run: {outcome.summary()}\n"
+                                   f"{outcome.output}")
         if not outcome.value:
             raise StaticCheckError(f"the small launch of {case.name} launched no Triton kernel")
         return outcome.value
@@ -93,9 +93,9 @@ def record_small_launch(case):
     interpreter cannot run); the launch records."""
     import importlib
 
-    from triton_overflow.lint import record
     from triton_overflow.cases import resolve_case
     from triton_overflow.engine.runner import as_on_gpu, small_batch, small_run
+    from triton_overflow.lint import record
     record.install()
     case = resolve_case(case)
     run = small_run(case, "cpu" if execution_mode.interpreted() else "cuda", SMALL_ROWS)
@@ -156,9 +156,8 @@ def module_summary(module, twins, widening=None):
     ``widening`` the mutant that undoes only that widening)."""
     from triton_overflow.lint import lint
     from triton_overflow.lint.report import as_text
-    from triton_overflow.locations import shown
+    from triton_overflow.locations import functions_reaching, shown
     from triton_overflow.twin import write_twin
-    from triton_overflow.locations import functions_reaching
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin:
         raise LookupError(f"module {module} not found")

@@ -131,7 +131,7 @@ def run_isolated(target, kwargs=None, *, mode, env=None, timeout=600):
             if result["ok"]:
                 return Outcome("passed", seconds, value=result["value"], output=output,
                                returncode=returncode)
-            if result["error"] == Skipped.__name__:
+            if result["skipped"]:
                 return Outcome("skipped", seconds, message=result["message"], output=output,
                                returncode=returncode)
             return Outcome("failed", seconds, error=result["error"], message=result["message"],
@@ -329,6 +329,14 @@ def _cpu_threads_per_child():
     return max(1, len(os.sched_getaffinity(0)) // workers)
 
 
+def _is_skip(error):
+    """Whether ``error`` is this module's ``Skipped``, compared by name: the server runs this
+    module as ``__main__``, so the class a child's function raises (imported from
+    ``triton_overflow.engine.isolation``) is not the one defined here."""
+    kind = type(error)
+    return (kind.__module__, kind.__qualname__) == ("triton_overflow.engine.isolation", "Skipped")
+
+
 def _child(mode, target, kwargs_json, result_path, output_path):
     with open(output_path, "wb") as output:
         os.dup2(output.fileno(), 1)
@@ -347,6 +355,7 @@ def _child(mode, target, kwargs_json, result_path, output_path):
         result = {"ok": True, "value": value}
     except BaseException as error:  # noqa: BLE001 - every ending is reported to the parent
         result = {"ok": False, "error": type(error).__name__, "message": str(error),
+                  "skipped": _is_skip(error),
                   "traceback": traceback.format_exc(),
                   "fields": getattr(error, "fields", {})}
     Path(result_path).write_text(json.dumps(result, default=str))

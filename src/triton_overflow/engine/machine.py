@@ -3,7 +3,6 @@
 import platform
 
 from triton_overflow.engine import devices
-
 from triton_overflow.interp import execution_mode
 
 

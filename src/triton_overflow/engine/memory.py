@@ -15,7 +15,7 @@ A case never allocates its huge tensor itself: ``runner`` asks a backend for it.
 
 Each backend is a ``MemoryBackend``: what it is called, where its cases run, what it needs and
 how the report labels its cells are its own class attributes, so a new backend is one class
-here, listed in ``BACKENDS``.
+here, which registers itself in ``BACKENDS`` as it is defined.
 """
 
 import abc
@@ -46,7 +46,7 @@ class MemoryBackend(abc.ABC):
 
     key: ClassVar[str]  # how tests and child processes name it: "aliased-device"
     name: ClassVar[str]  # how messages name it
-    execution: ClassVar[str]  # where its cases run: mode.INTERPRETER or mode.DEVICE
+    execution: ClassVar[str]  # where its cases run: execution_mode.INTERPRETER or .DEVICE
     detector: ClassVar[str]  # its column of the kernel x detector report
     spare_bytes: ClassVar[int]  # room beyond the tensor and the case's inputs, for the launch
     fills_background: ClassVar[bool]  # whether runner fills every unplanted row with data

@@ -240,8 +240,8 @@ def kernel_outcome(case, wrap, backend, wrap_check=False):
 
     from triton_overflow.engine import session_values
     key = ["kernel_outcome", case_reference(case), wrap, backend, wrap_check]
-    return Outcome(**session_values.once(key, lambda: asdict(run_huge(case, wrap, backend,
-                                                              wrap_check=wrap_check))))
+    return Outcome(**session_values.once(key, lambda: asdict(run_huge(
+        case, wrap, backend, wrap_check=wrap_check))))
 
 
 SANITIZER_LINE = re.compile(r"(?P<file>\S+\.py):(?P<line>\d+): (?P<function>\S+): block: "
@@ -296,8 +296,8 @@ def how_caught(outcome):
 def wrap_location(outcome):
     """``file:line`` of the operation that wrapped in a ``wrapped`` outcome; a twin's line is
     given in the file it was derived from."""
-    from triton_overflow.twin import twin_origin
     from triton_overflow.locations import shown
+    from triton_overflow.twin import twin_origin
     file = outcome.fields["file"]
     return f"{shown(twin_origin(file) or file)}:{outcome.fields['line']}"
 

@@ -108,10 +108,10 @@ def presented(name="H100"):
     driver.set_active(_PresentedDriver(model))
     try:
         with runtime.patched(torch.cuda,
-                            get_device_properties=lambda device=None: model.torch_properties(),
-                            get_device_capability=lambda device=None: model.capability,
-                            get_device_name=lambda device=None: model.name,
-                            current_device=lambda: 0):
+                             get_device_properties=lambda device=None: model.torch_properties(),
+                             get_device_capability=lambda device=None: model.capability,
+                             get_device_name=lambda device=None: model.name,
+                             current_device=lambda: 0):
             yield model
     finally:
         setattr(driver, slot, previous)

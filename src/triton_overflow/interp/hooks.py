@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 from triton_overflow import triton_versions
-
 from triton_overflow.interp import runtime
 from triton_overflow.twin import twin_origin
 
@@ -101,7 +100,7 @@ def only_programs(axis0_ids, axis=0):
 
     with runtime.patched(executor_class, __call__=call), \
             runtime.patched(builder, create_get_program_id=program_id,
-                           create_get_num_programs=num_programs), \
+                            create_get_num_programs=num_programs), \
             runtime.loops_narrowed_by(launch.loop_values):
         yield launch
 

@@ -15,7 +15,6 @@ import sys
 import pytest
 
 from triton_overflow.engine import devices
-
 from triton_overflow.interp import execution_mode
 
 MARKERS = {
