@@ -37,8 +37,8 @@ if [ "${INPUT_INSTALL:-true}" = true ]; then
     triton="triton${INPUT_TRITON_VERSION:+==$INPUT_TRITON_VERSION}"
     [ -n "${INPUT_TRITON_VERSION:-}" ] || triton="triton>=3.4,<3.10"
     "$python" -m venv "$venv" \
-        && "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$triton" numpy \
-        && "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+        && "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile "$triton" numpy \
+        && "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile --no-deps \
             "${ACTION_PATH:?names the folder of action.yml}" \
         || fail "could not install $triton and the suite from $ACTION_PATH"
     echo "::endgroup::"

@@ -124,12 +124,11 @@ from kernels.topk_topp import apply_top_k_top_p
 from reference.topk_topp import assert_valid_mask
 torch.manual_seed(0)
 for k, p, vocab in ((5, None, 600), (None, 0.9, 5000), (50, 0.9, 3000), (700, 0.95, 3000)):
-    logits = torch.randn(2, vocab)
+    logits = torch.randn(1, vocab)
     before = logits.clone()
-    apply_top_k_top_p(logits, None if k is None else torch.full((2, ), k, dtype=torch.int32),
-                      None if p is None else torch.full((2, ), p))
-    for row in range(2):
-        assert_valid_mask(before[row], logits[row], k=k, p=p, what=f"k={k} p={p}")
+    apply_top_k_top_p(logits, None if k is None else torch.full((1, ), k, dtype=torch.int32),
+                      None if p is None else torch.full((1, ), p))
+    assert_valid_mask(before[0], logits[0], k=k, p=p, what=f"k={k} p={p}")
 """
 
 
