@@ -78,6 +78,66 @@ def test_a_training_envelope_makes_activations_red(kernel, tmp_path):
     assert "tokens = " in levels[(12, "row * stride_x")][1]
 
 
+SPLITS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def splits_kernel(kv_cache_ptr, slot_mapping_ptr, logits_ptr, stride_block, stride_token,
+                  stride_logits, block_size, n_rows, BLOCK: tl.constexpr = 128):
+    token = tl.program_id(0)
+    slot = tl.load(slot_mapping_ptr + token)
+    cols = tl.arange(0, BLOCK)
+    page = slot // block_size
+    place = slot % block_size
+    tl.store(kv_cache_ptr + page * stride_block + place * stride_token + cols, 1.0)
+    rows = (token * BLOCK + tl.arange(0, BLOCK)) % n_rows
+    tl.store(logits_ptr + rows * stride_logits, 1.0)
+'''
+
+
+def test_the_inner_part_of_a_split_index_does_not_run_over_rows(tmp_path):
+    """A slot split into its page (``slot // block_size``) and its place in the page
+    (``slot % block_size``): the page runs over the cache, the place stays inside one page. A
+    remainder with no quotient beside it (a tile of rows wrapped by the row count) runs over
+    the rows."""
+    (tmp_path / "splits.py").write_text(SPLITS)
+    (tmp_path / "serving.toml").write_text(SERVING)
+    levels = _levels(run_lint(tmp_path / "splits.py", "--format", "json", "--envelope",
+                              tmp_path / "serving.toml"))
+    assert levels[(14, "page * stride_block")][0] == "error", levels
+    level, why, _ = levels[(14, "place * stride_token")]
+    assert level == "warning" and "a remainder by int argument `block_size`" in why, why
+    assert levels[(16, "rows * stride_logits")][0] == "error", levels
+
+
+SCALED = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scaled_kernel(logits_ptr, stride_logits, rows_per_program, BLOCK: tl.constexpr = 128):
+    row_start = tl.program_id(0) * rows_per_program
+    cols = tl.arange(0, BLOCK)
+    for r in range(0, rows_per_program):
+        tl.store(logits_ptr + (row_start + r) * stride_logits + cols, 1.0)
+'''
+
+
+def test_a_row_index_scaled_again_is_red_where_it_meets_the_stride(tmp_path):
+    """``row_start = pid * rows_per_program`` counts rows: it wraps only past 2**31 of them.
+    Its product with the row stride is the error."""
+    (tmp_path / "scaled.py").write_text(SCALED)
+    (tmp_path / "serving.toml").write_text(SERVING)
+    levels = _levels(run_lint(tmp_path / "scaled.py", "--format", "json", "--envelope",
+                              tmp_path / "serving.toml"))
+    level, why, _ = levels[(8, "tl.program_id(0) * rows_per_program")]
+    assert level == "warning" and "scaled again before the address" in why, why
+    assert levels[(11, "(row_start + r) * stride_logits")][0] == "error", levels
+
+
 def test_the_envelope_is_found_in_pyproject_and_can_be_turned_off(kernel, tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.triton-overflow.envelope]\n"
                                              "tokens = 65536\n")

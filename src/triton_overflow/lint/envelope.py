@@ -132,6 +132,7 @@ class Envelope:
         return int(_evaluate(ast.parse(shape, mode="eval").body,
                              {**self.dimensions, name: value}, shape))
 
+
 def _evaluate(node, dimensions, shape):
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         return node.value
@@ -229,12 +230,14 @@ def _parse(table, source):
 def judged(finding, envelope, shown_file):
     """``finding`` with the level its tensors' reach in ``envelope`` gives (patterns match
     ``shown_file``, its file as the user names it). An ``error`` needs both a tensor that can
-    pass 2**31 elements and a product that runs over its rows (``finding.grows``); a product
-    into a smaller tensor, or an inner index into a large one, is at most a ``warning``."""
+    pass 2**31 elements and a product that runs over its rows (``finding.grows``) into the
+    address itself; a product into a smaller tensor, an inner index into a large one, or a row
+    index scaled again before the address (``pid * rows_per_program``, whose product with the
+    stride is a finding of its own) is at most a ``warning``."""
     from dataclasses import replace
 
     from triton_overflow.lint.levels import ERROR, WARNING
-    grows = finding.grows
+    grows = finding.grows and not finding.scaled
     reaches = [envelope.reach(shown_file, finding.kernel, tensor) for tensor in
                finding.tensors] or [envelope.activation(_UNNAMED)]
     widest = max(reaches, key=lambda r: r.elements)
@@ -247,7 +250,11 @@ def judged(finding, envelope, shown_file):
                        reach=widest.elements)
     if finding.level != ERROR:
         return replace(finding, reach=widest.elements)
-    if widest.passes:
+    if widest.passes and finding.grows:
+        why = (f"{finding.why}; but it is an index scaled again before the address (the "
+               f"product that scales it is judged on its own): it wraps only past 2**31 rows "
+               f"of `{widest.tensor}`")
+    elif widest.passes:
         why = (f"{finding.why}; but it is an inner index (a head, a split, a column): it does "
                f"not run over the rows of `{widest.tensor}`")
     else:

@@ -20,7 +20,8 @@ Launch facts (``--launches``) or an envelope (``--limits``) replace the level by
 ``error`` where the product reaches 2**31 there, ``note`` where it stays below.
 """
 
-from triton_overflow.lint.ops import CARRIERS, DIVISIONS, LOADED_VALUE_OPS, REMAINDERS, STRUCTURED
+from triton_overflow.lint.ops import (
+    CARRIERS, DIVISIONS, LOADED_VALUE_OPS, PASS_THROUGH, REMAINDERS, STRUCTURED)
 
 ERROR, WARNING, NOTE = "error", "warning", "note"
 LEVELS = (ERROR, WARNING, NOTE)
@@ -67,10 +68,17 @@ class Levels:
         a loop over the programs or to a loaded count, ``offs_m % M`` of a tile on axis 0), or
         a tile of rows on grid axis 1 or 2 (``pid_m * BLOCK_M``, scaled past what the axis alone
         holds). A bare program id of axis 1 or 2 (a head, a split) is an inner index, and so is
-        a remainder of anything else (a token's place in its page): they do not."""
+        the inner coordinate of a flat index the kernel splits (a token's place in its page):
+        they do not."""
         return any(self._runs_over_rows(value) for value in op.operands[:2])
 
     def _runs_over_rows(self, value):
+        if self._inner_coordinate(value):
+            return False
+        op = self._through_casts(value)
+        if op is not None and op.name in ("arith.muli", "arith.shli") and \
+                any(self._inner_coordinate(factor) for factor in op.operands[:2]):
+            return any(self._runs_over_rows(factor) for factor in op.operands[:2])
         origins = self.flow.origins(value)
         kinds = {origin.kind for origin in origins}
         if kinds & {"loaded value", "atomic result"}:
@@ -138,6 +146,43 @@ class Levels:
             sides = [s for s in sides if s[0] > 0] or [(BOUNDED, "constants")]
             return max(sides, key=lambda s: s[0])
         return ARGUMENT, f"a computed value ({name})"
+
+    def _inner_coordinate(self, value):
+        """``x % r`` (or a quotient of it) where the kernel also takes ``x // r``: a flat index
+        split into an outer and an inner coordinate (a slot into its page and its place in the
+        page, a row into its token and its head). The inner one stays below ``r`` however far
+        ``x`` runs; ``offs_m % M`` alone, with no ``offs_m // M``, is not one."""
+        op = self._through_casts(value)
+        while op is not None and op.name in DIVISIONS:
+            op = self._through_casts(op.operands[0])
+        if op is None:
+            return False
+        if op.name in REMAINDERS:
+            dividend, divisor = op.operands[:2]
+        elif op.name == "arith.subi" and self._is_remainder(op):
+            dividend, divisor = op.operands[0], self._remainder_divisor(op)
+        else:
+            return False
+        split = (self._root(dividend), self._root(divisor))
+        return any(other.name in DIVISIONS and other is not op and
+                   (self._root(other.operands[0]), self._root(other.operands[1])) == split
+                   for other in self.graph.ops)
+
+    def _through_casts(self, value):
+        op, _ = self.flow.producer(value)
+        while op is not None and op.name in PASS_THROUGH:
+            op, _ = self.flow.producer(op.operands[0])
+        return op
+
+    def _root(self, value):
+        """``value`` before any cast, broadcast or reshape; a constant by its number."""
+        op, _ = self.flow.producer(value)
+        while op is not None and op.name in PASS_THROUGH:
+            value = op.operands[0]
+            op, _ = self.flow.producer(value)
+        if op is not None and op.name == "arith.constant" and op.constant is not None:
+            return ("constant", op.constant)
+        return value
 
     def _remainder_divisor(self, subtraction):
         """``b`` of ``a - (a // b) * b`` (a remainder written out), else None."""
