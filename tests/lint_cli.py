@@ -60,7 +60,13 @@ def run_cli(*args, env=None, cwd=ROOT):
     return run_module("triton_overflow", *args, env=env, cwd=cwd)
 
 
-def run_lint(*args, env=None, cwd=ROOT):
+def run_lint(*args, env=None, cwd=ROOT, shape_alone=True):
+    """The lint's command line. With ``shape_alone`` and no envelope among ``args``, the
+    levels are the shape's (``--envelope none``): what most tests check; without it, the
+    lint chooses the envelope as a user's run does."""
+    args = [str(arg) for arg in args]
+    if shape_alone and "--envelope" not in args and "--no-envelope" not in args:
+        args += ["--envelope", "none"]
     return run_cli("lint", *args, env=env, cwd=cwd)
 
 

@@ -85,6 +85,7 @@ def run_action(workdir, **inputs):
     if runner_temp:
         env["RUNNER_TEMP"] = runner_temp
         env.pop("PYTHONPATH", None)  # the environment it makes, not the one running the tests
+    inputs.setdefault("envelope", "none")  # the shape's levels, as the tests' kernels expect
     env.update({f"INPUT_{name.upper()}": value for name, value in inputs.items()})
     done = subprocess.run(["bash", str(SCRIPT)], cwd=workdir, env=env, capture_output=True,
                           text=True, timeout=300)

@@ -141,10 +141,30 @@ def test_a_row_index_scaled_again_is_red_where_it_meets_the_stride(tmp_path):
 def test_the_envelope_is_found_in_pyproject_and_can_be_turned_off(kernel, tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.triton-overflow.envelope]\n"
                                              "tokens = 65536\n")
-    found = _levels(run_lint(kernel, "--format", "json", cwd=tmp_path))
+    found = _levels(run_lint(kernel, "--format", "json", cwd=tmp_path, shape_alone=False))
     assert found[(12, "row * stride_x")][0] == "warning"
     shape_only = _levels(run_lint(kernel, "--format", "json", "--no-envelope", cwd=tmp_path))
     assert shape_only[(12, "row * stride_x")][0] == "error"
+
+
+def test_with_no_envelope_stated_the_serving_preset_judges_and_says_so(kernel, tmp_path):
+    """No ``--envelope``, no pyproject.toml table: the ``serving`` preset, named in a note;
+    ``training`` and ``none`` are presets too."""
+    done = run_lint(kernel, cwd=tmp_path, shape_alone=False)
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("note: levels judged by the `serving` envelope") and \
+        "--envelope training" in first, done.stdout
+    default = _levels(run_lint(kernel, "--format", "json", cwd=tmp_path, shape_alone=False))
+    assert default[(12, "row * stride_x")][0] == "warning"
+    assert default[(13, "row * stride_logits")][0] == "error"
+    training = _levels(run_lint(kernel, "--format", "json", "--envelope", "training",
+                                cwd=tmp_path))
+    assert training[(12, "row * stride_x")][0] == "error"
+    assert "tokens = " in training[(12, "row * stride_x")][1]
+    shape = run_lint(kernel, "--envelope", "none", cwd=tmp_path)
+    assert "levels judged by" not in shape.stdout
+    assert _levels(run_lint(kernel, "--format", "json", "--envelope", "none",
+                            cwd=tmp_path))[(12, "row * stride_x")][0] == "error"
 
 
 def test_a_team_names_its_own_large_tensors(kernel, tmp_path):

@@ -41,7 +41,10 @@ def main(argv=None):
     parser.add_argument("--sample", type=int, default=0,
                         help="print this many untriaged errors, drawn at random")
     parser.add_argument("--no-envelope", action="store_true",
-                        help="judge by shape alone (the default for a team with no envelope)")
+                        help="judge by shape alone (a team with no envelope gets the "
+                        "`serving` preset: --envelope serving)")
+    parser.add_argument("--envelope", type=Path, metavar="TOML",
+                        help="judge every tree with this envelope instead of its own")
     parser.add_argument("--jobs", type=int, default=0)
     parser.add_argument("--keep", metavar="FOLDER", help="keep each run's JSON report here")
     args = parser.parse_args(argv)
@@ -75,7 +78,8 @@ def _check_commit(root, tree):
 
 
 def _score(tree, root, mode, args):
-    envelope = None if args.no_envelope else HERE / tree["name"] / "envelope.toml"
+    envelope = None if args.no_envelope else (args.envelope
+                                              or HERE / tree["name"] / "envelope.toml")
     command = [sys.executable, "-m", "triton_overflow", "lint", *tree["paths"],
                "--format", "json", "--allow-empty", "--fail-on", "error"]
     if envelope is not None:

@@ -51,13 +51,14 @@ LINT_OPTIONS = (
     (("--verify-fixes", ), dict(action="store_true", help="compile each error's fix into its "
                                 "kernel and keep the first that holds: the product gone, none "
                                 "added (about doubles the time; for the files you fix)")),
-    (("--envelope", ), dict(metavar="FILE", help="the deployment envelope (a TOML file with "
-                            "an [envelope] table): the largest dimensions and the tensors' "
-                            "shapes, so that a level follows from what a tensor can hold "
+    (("--envelope", ), dict(metavar="FILE|NAME", help="the deployment envelope: a TOML file "
+                            "with an [envelope] table (the largest dimensions and the tensors' "
+                            "shapes, so that a level follows from what a tensor can hold), or "
+                            "a preset: `serving`, `training`, or `none` for the shape alone "
                             "(default: [tool.triton-overflow.envelope] of the pyproject.toml "
-                            "here or above, if any; see docs/envelope.md)")),
+                            "here or above, else `serving`; see docs/envelope.md)")),
     (("--no-envelope", ), dict(action="store_true", help="judge each product by its shape "
-                               "alone, even where a pyproject.toml gives an envelope")),
+                               "alone, whatever envelope is given or found")),
     (("--top", ), dict(type=int, metavar="N", default=0, help="show only the N findings that "
                        "reach furthest past 2**31 (with an envelope), worst first")),
     (("-j", "--jobs"), dict(type=int, metavar="N", default=0, help="check N files at a time, "
@@ -218,13 +219,18 @@ def _lint(args):
             if args.jobs < 0:
                 raise ValueError("--jobs needs a positive number (or 0: one per core)")
             from triton_overflow.lint import envelope as envelopes
-            envelope = None if args.no_envelope else envelopes.load(args.envelope)
+            envelope, defaulted = envelopes.chosen(args.envelope, args.no_envelope)
             if args.top < 0:
                 raise ValueError("--top needs a positive number")
             result = lint(args.paths, twins=args.twins, facts=facts, execute=not args.no_exec,
                           verify_fixes=args.verify_fixes, jobs=args.jobs or _cores(),
                           progress=Progress(), use_cache=not args.no_cache, envelope=envelope)
             result.top = args.top
+            if defaulted:
+                result.notes.insert(0, f"levels judged by {envelope.source}, as no envelope "
+                                    f"is given: state yours in pyproject.toml "
+                                    f"(docs/envelope.md), or give `--envelope training` for a "
+                                    f"training library, `--envelope none` for the shape alone")
     except ValueError as error:
         return _usage_error(str(error))
     result.fail_on = args.fail_on

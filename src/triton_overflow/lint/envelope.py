@@ -19,7 +19,9 @@ With an envelope, a finding at ``error`` by its shape whose tensor cannot reach 
 is a ``warning`` (bounded by that tensor's size), and a product that grows with the rows of a
 tensor that can (a tile's rows on grid axis 1 times a stride, a remainder by the row count)
 is an ``error``; either way the reason names the tensor, its shape and the dimension value at
-which it passes 2**31. Without one, the shape decides alone, as before.
+which it passes 2**31. A team that states none is judged by the ``serving`` preset (and told
+so); ``training`` is the preset of a training library; ``--no-envelope`` lets the shape decide
+alone.
 """
 
 import ast
@@ -47,6 +49,15 @@ DEFAULT_TENSORS = (
     ("*kv_buffer*", "pages * page_size * hidden", "a KV cache"),
 )
 ACTIVATIONS = ("tokens * hidden", "an activation")
+# Envelopes by name, for ``--envelope NAME``; ``serving`` is the default.
+PRESETS = {
+    "serving": ({}, "a serving engine at its largest: " + ", ".join(
+        f"{name} {value:,}" for name, value in SERVING_DIMENSIONS.items())),
+    "training": ({"tokens": 2**20, "requests": 64, "context": 2**17},
+                 "a training library at its largest: tokens (batch x sequence) 1,048,576, "
+                 "sequences 64, context 131,072, the other dimensions as serving"),
+}
+DEFAULT_PRESET = "serving"
 # What a product indexes when no pointer argument does: an address loaded from a table, or an
 # index that is divided or taken a remainder of before it reaches an address.
 _UNNAMED = "a tensor no argument names"
@@ -148,12 +159,33 @@ def _evaluate(node, dimensions, shape):
                         f"+, -, *, / and **")
 
 
+def chosen(given=None, shape_alone=False, start=None):
+    """(envelope, defaulted): the envelope ``--envelope`` gives (a file or a preset; ``none``
+    for the shape alone, as ``--no-envelope``), else the ``pyproject.toml``'s, else the default
+    preset, with ``defaulted`` set. The envelope is None where the shape decides alone."""
+    if shape_alone or given is not None and str(given) == "none" and not Path(given).exists():
+        return None, False
+    found = load(given, start)
+    if found is not None:
+        return found, False
+    return preset(DEFAULT_PRESET), True
+
+
+def preset(name):
+    """The built-in envelope ``name`` (``PRESETS``)."""
+    dimensions, what = PRESETS[name]
+    return Envelope({**SERVING_DIMENSIONS, **dimensions},
+                    source=f"the `{name}` envelope ({what})")
+
+
 def load(path=None, start=None):
-    """The ``Envelope`` in ``path`` (a TOML file: an ``[envelope]`` table, or
-    ``[tool.triton-overflow.envelope]`` of a ``pyproject.toml``); without ``path``, the
+    """The ``Envelope`` in ``path`` (a preset's name, or a TOML file: an ``[envelope]`` table,
+    or ``[tool.triton-overflow.envelope]`` of a ``pyproject.toml``); without ``path``, the
     ``pyproject.toml`` of ``start`` (default: the current directory) or the nearest folder
     above that has one with that table, or None."""
     if path is not None:
+        if str(path) in PRESETS and not Path(path).exists():
+            return preset(str(path))
         table = _table(Path(path), required=True)
         return _parse(table, str(path))
     folder = Path(start or Path.cwd()).resolve()

@@ -122,8 +122,10 @@ def _finding(file, line, findings_file, product):
 
 
 def _same_row_fixes(report, finding, rows_from):
-    """The fixes of the kernel's other errors whose row is the finding's, in the finding's
-    file: widened alone, the finding's product leaves theirs, which the test reaches too."""
+    """The fixes of the kernel's other products whose row is the finding's, in the finding's
+    file: widened alone, the finding's product leaves theirs, which the test reaches too. A
+    warning counts as an error does (the envelope may judge the other tensor small; the test's
+    row wraps it all the same)."""
     own = finding.get("fix") or {}
     seen = {(own.get("line"), own.get("replace"))}
     fixes = []
@@ -131,7 +133,8 @@ def _same_row_fixes(report, finding, rows_from):
         for other in kernel.get("findings", []):
             fix = other.get("fix") or {}
             key = (fix.get("line"), fix.get("replace"))
-            if other.get("level") != "error" or other["kernel"] != finding["kernel"] or \
+            if other.get("level") not in ("error", "warning") or \
+                    other["kernel"] != finding["kernel"] or \
                     other["file"] != finding["file"] or key in seen or not fix.get("line") or \
                     _row_and_stride(other, required=False)[0] != rows_from:
                 continue
