@@ -85,8 +85,10 @@ def _git_dir(clone):
 
 
 def _envelope(pair):
+    """The repository's envelope here, else that of its whole tree (``ci/real_trees``)."""
     path = HERE / "envelopes" / (pair["repo"].replace("/", "+") + ".toml")
-    return path if path.exists() else None
+    tree = HERE.parent / "real_trees" / pair["repo"].split("/")[1].lower() / "envelope.toml"
+    return path if path.exists() else tree if tree.exists() else None
 
 
 def _lint(path, no_exec, envelope=None):

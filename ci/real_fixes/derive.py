@@ -1,0 +1,93 @@
+"""Derive the fixed sites of an upstream int64 fix, to add it to ``fixes.json``.
+
+A fixed site is an i32 product of the file before the fix that is no longer i32 after it: both
+files are compiled by the lint (``--envelope none``, so every i32 product is listed whatever its
+level), and a product of the file before counts as fixed where the line it sits on, carried to
+the file after by a line diff, no longer holds it (or, on a changed line, where the kernel has
+fewer of that product after). Residual sites (real products the fix left) need a reader: they
+are left empty here and filled by hand.
+
+    python ci/real_fixes/derive.py GIT_DIR OWNER/NAME CORPUS COMMIT:PATH [...] > new.json
+"""
+
+import collections
+import difflib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def main(argv=None):
+    git_dir, repo, corpus, *specs = argv or sys.argv[1:]
+    pairs = []
+    for spec in specs:
+        commit, path = spec.split(":", 1)
+        pair = derive(git_dir, repo, commit, path, Path(corpus))
+        print(f"{repo} {commit} {path}: {len(pair['fixed_sites'])} fixed sites",
+              file=sys.stderr)
+        if pair["fixed_sites"]:
+            pairs.append(pair)
+    print(json.dumps(pairs, indent=1))
+    return 0
+
+
+def derive(git_dir, repo, commit, path, corpus):
+    def git(*args):
+        return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True,
+                              check=True).stdout
+    fix = git("rev-parse", commit).decode().strip()
+    parent = git("rev-parse", f"{fix}^").decode().strip()
+    files = {}
+    for side, revision in (("before", parent), ("after", fix)):
+        target = corpus / repo.replace("/", "__") / fix[:10] / side / Path(path).name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(git("show", f"{revision}:{path}"))
+        files[side] = target
+    before, after = _products(files["before"]), _products(files["after"])
+    carried, changed = _carried(files["before"], files["after"])
+    after_on = collections.defaultdict(set)
+    for finding in after:
+        after_on[finding["line"]].add(_key(finding))
+    count_before = collections.Counter(_key(f) for f in before)
+    count_after = collections.Counter(_key(f) for f in after)
+    sites, seen = [], set()
+    for finding in sorted(before, key=lambda f: (f["line"], f["product"])):
+        line = carried.get(finding["line"])
+        gone = _key(finding) not in after_on[line] if line else \
+            count_after[_key(finding)] < count_before[_key(finding)]
+        if gone and (finding["line"], finding["product"]) not in seen:
+            seen.add((finding["line"], finding["product"]))
+            sites.append({"before_line": finding["line"], "kernel": finding["kernel"],
+                          "product": finding["product"]})
+    return {"repo": repo, "fix_commit": fix, "parent_commit": parent, "path": path,
+            "subject": git("log", "-1", "--format=%s", fix).decode().strip(),
+            "fixed_sites": sites, "widened_after_lines": changed, "residual_sites": []}
+
+
+def _products(path):
+    done = subprocess.run([sys.executable, "-m", "triton_overflow", "lint", "--format", "json",
+                           "--envelope", "none", path.name], capture_output=True, text=True,
+                          cwd=path.parent)
+    return [f for kernel in json.loads(done.stdout)["kernels"] for f in kernel["findings"]]
+
+
+def _carried(before, after):
+    """Each unchanged line of ``before`` -> its line in ``after``; the lines ``after`` changed."""
+    old, new = before.read_text().splitlines(), after.read_text().splitlines()
+    carried, changed = {}, []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            carried.update({i1 + k + 1: j1 + k + 1 for k in range(i2 - i1)})
+        else:
+            changed += range(j1 + 1, j2 + 1)
+    return carried, changed
+
+
+def _key(finding):
+    return finding["kernel"], "".join(finding["product"].split())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
