@@ -49,15 +49,15 @@ DEFAULT_TENSORS = (
     ("*kv_buffer*", "pages * page_size * hidden", "a KV cache"),
 )
 ACTIVATIONS = ("tokens * hidden", "an activation")
-# Envelopes by name, for ``--envelope NAME``; ``serving`` is the default.
+# Envelopes by name, for ``--envelope NAME``: what they are, and their dimensions beyond the
+# serving ones. ``serving`` is the default; ``none`` (no envelope) lets the shape decide.
 PRESETS = {
-    "serving": ({}, "a serving engine at its largest: " + ", ".join(
-        f"{name} {value:,}" for name, value in SERVING_DIMENSIONS.items())),
-    "training": ({"tokens": 2**20, "requests": 64, "context": 2**17},
-                 "a training library at its largest: tokens (batch x sequence) 1,048,576, "
-                 "sequences 64, context 131,072, the other dimensions as serving"),
+    "serving": ("a serving engine at its largest", {}),
+    "training": ("a training library at its largest (tokens: batch x sequence; requests: "
+                 "sequences)", {"tokens": 2**20, "requests": 64, "context": 2**17}),
 }
 DEFAULT_PRESET = "serving"
+SHAPE_ALONE = "none"
 # What a product indexes when no pointer argument does: an address loaded from a table, or an
 # index that is divided or taken a remainder of before it reaches an address.
 _UNNAMED = "a tensor no argument names"
@@ -160,11 +160,15 @@ def _evaluate(node, dimensions, shape):
 
 
 def chosen(given=None, shape_alone=False, start=None):
-    """(envelope, defaulted): the envelope ``--envelope`` gives (a file or a preset; ``none``
-    for the shape alone, as ``--no-envelope``), else the ``pyproject.toml``'s, else the default
-    preset, with ``defaulted`` set. The envelope is None where the shape decides alone."""
-    if shape_alone or given is not None and str(given) == "none" and not Path(given).exists():
+    """(envelope, defaulted): the envelope ``--envelope`` gives (a file, or a preset's name;
+    ``none`` for the shape alone, as ``--no-envelope``), else the ``pyproject.toml``'s, else
+    the default preset, with ``defaulted`` set. The envelope is None where the shape decides
+    alone. A file of a preset's name is read as a file."""
+    named = str(given) if given is not None and not Path(given).exists() else None
+    if shape_alone or named == SHAPE_ALONE:
         return None, False
+    if named in PRESETS:
+        return preset(named), False
     found = load(given, start)
     if found is not None:
         return found, False
@@ -173,19 +177,18 @@ def chosen(given=None, shape_alone=False, start=None):
 
 def preset(name):
     """The built-in envelope ``name`` (``PRESETS``)."""
-    dimensions, what = PRESETS[name]
-    return Envelope({**SERVING_DIMENSIONS, **dimensions},
-                    source=f"the `{name}` envelope ({what})")
+    what, dimensions = PRESETS[name]
+    dimensions = {**SERVING_DIMENSIONS, **dimensions}
+    shown = ", ".join(f"{dimension} {value:,}" for dimension, value in dimensions.items())
+    return Envelope(dimensions, source=f"the `{name}` envelope ({what}: {shown})")
 
 
 def load(path=None, start=None):
-    """The ``Envelope`` in ``path`` (a preset's name, or a TOML file: an ``[envelope]`` table,
-    or ``[tool.triton-overflow.envelope]`` of a ``pyproject.toml``); without ``path``, the
+    """The ``Envelope`` in ``path`` (a TOML file: an ``[envelope]`` table, or
+    ``[tool.triton-overflow.envelope]`` of a ``pyproject.toml``); without ``path``, the
     ``pyproject.toml`` of ``start`` (default: the current directory) or the nearest folder
     above that has one with that table, or None."""
     if path is not None:
-        if str(path) in PRESETS and not Path(path).exists():
-            return preset(str(path))
         table = _table(Path(path), required=True)
         return _parse(table, str(path))
     folder = Path(start or Path.cwd()).resolve()
@@ -269,20 +272,20 @@ def judged(finding, envelope, shown_file):
     from dataclasses import replace
 
     from triton_overflow.lint.levels import ERROR, WARNING
-    grows = finding.grows and not finding.scaled
+    runs_over_rows = finding.grows and not finding.scaled
     reaches = [envelope.reach(shown_file, finding.kernel, tensor) for tensor in
                finding.tensors] or [envelope.activation(_UNNAMED)]
     widest = max(reaches, key=lambda r: r.elements)
     said = (f"`{widest.tensor}` ({widest.what}, {widest.shape}) holds at most "
             f"{widest.elements:,} elements in the envelope")
-    if widest.passes and grows:
+    if widest.passes and runs_over_rows:
         at = envelope.passes_at(widest.shape)
         where = f"; it passes 2**31 at {at}" if at else ""
         return replace(finding, level=ERROR, why=f"{finding.why}; {said}{where}",
                        reach=widest.elements)
     if finding.level != ERROR:
         return replace(finding, reach=widest.elements)
-    if widest.passes and finding.grows:
+    if widest.passes and finding.grows and finding.scaled:
         why = (f"{finding.why}; but it is an index scaled again before the address (the "
                f"product that scales it is judged on its own): it wraps only past 2**31 rows "
                f"of `{widest.tensor}`")

@@ -20,6 +20,8 @@ Launch facts (``--launches``) or an envelope (``--limits``) replace the level by
 ``error`` where the product reaches 2**31 there, ``note`` where it stays below.
 """
 
+import functools
+
 from triton_overflow.lint.ops import (
     CARRIERS, DIVISIONS, LOADED_VALUE_OPS, PASS_THROUGH, REMAINDERS, STRUCTURED)
 
@@ -159,29 +161,37 @@ class Levels:
             return False
         if op.name in REMAINDERS:
             dividend, divisor = op.operands[:2]
-        elif op.name == "arith.subi" and self._is_remainder(op):
+        elif op.name == "arith.subi":
             dividend, divisor = op.operands[0], self._remainder_divisor(op)
+            if divisor is None:
+                return False
         else:
             return False
-        split = (self._root(dividend), self._root(divisor))
-        return any(other.name in DIVISIONS and other is not op and
-                   (self._root(other.operands[0]), self._root(other.operands[1])) == split
-                   for other in self.graph.ops)
+        return (self._root(dividend), self._root(divisor)) in self._quotients
+
+    @functools.cached_property
+    def _quotients(self):
+        """(dividend, divisor) of every division in the kernel, each as ``_root`` gives it."""
+        return {(self._root(op.operands[0]), self._root(op.operands[1]))
+                for op in self.graph.ops if op.name in DIVISIONS}
 
     def _through_casts(self, value):
-        op, _ = self.flow.producer(value)
-        while op is not None and op.name in PASS_THROUGH:
-            op, _ = self.flow.producer(op.operands[0])
-        return op
+        """The op that makes ``value``, past any cast, broadcast or reshape."""
+        return self.flow.producer(self._uncast(value))[0]
 
     def _root(self, value):
         """``value`` before any cast, broadcast or reshape; a constant by its number."""
+        value = self._uncast(value)
+        op, _ = self.flow.producer(value)
+        if op is not None and op.name == "arith.constant" and op.constant is not None:
+            return ("constant", op.constant)
+        return value
+
+    def _uncast(self, value):
         op, _ = self.flow.producer(value)
         while op is not None and op.name in PASS_THROUGH:
             value = op.operands[0]
             op, _ = self.flow.producer(value)
-        if op is not None and op.name == "arith.constant" and op.constant is not None:
-            return ("constant", op.constant)
         return value
 
     def _remainder_divisor(self, subtraction):
