@@ -24,10 +24,16 @@ install_side_by_side() {
     for i in 0 1 2 3; do
         wait "${pids[$i]}" || { failed=1; cat "$logs/$i.log" >&2; }
     done
-    [ "$failed" -eq 0 ] && "$python" -m pip check --disable-pip-version-check >"$logs/check.log" \
-        || { cat "$logs/check.log" >&2; rm -rf "$logs"
-             echo "env: the install into $(dirname "$(dirname "$python")") failed" >&2; return 1; }
+    if [ "$failed" -eq 0 ] && ! "$python" -m pip check --disable-pip-version-check \
+            >"$logs/check.log" 2>&1; then
+        cat "$logs/check.log" >&2
+        failed=1
+    fi
     rm -rf "$logs"
+    if [ "$failed" -ne 0 ]; then
+        echo "env: the install into $(dirname "$(dirname "$python")") failed" >&2
+        return 1
+    fi
 }
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ -n "${OVERFLOW_PYTHON:-}" ]; then

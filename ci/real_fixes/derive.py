@@ -1,7 +1,7 @@
 """Derive the fixed sites of an upstream int64 fix, to add it to ``fixes.json``.
 
 A fixed site is an i32 product of the file before the fix that is no longer i32 after it: both
-files are compiled by the lint (``--envelope none``, so every i32 product is listed whatever its
+files are compiled by the lint (by shape alone, so every i32 product is listed whatever its
 level), and a product of the file before counts as fixed where the line it sits on, carried to
 the file after by a line diff, no longer holds it (or, on a changed line, where the kernel has
 fewer of that product after). Residual sites (real products the fix left) need a reader: they
@@ -16,6 +16,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import score  # this folder's: the pair's files and the lint's report, as score.py writes them
 
 
 def main(argv=None):
@@ -35,17 +37,13 @@ def main(argv=None):
 def derive(git_dir, repo, commit, path, corpus):
     def git(*args):
         return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True,
-                              check=True).stdout
-    fix = git("rev-parse", commit).decode().strip()
-    parent = git("rev-parse", f"{fix}^").decode().strip()
-    files = {}
-    for side, revision in (("before", parent), ("after", fix)):
-        target = corpus / repo.replace("/", "__") / fix[:10] / side / Path(path).name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(git("show", f"{revision}:{path}"))
-        files[side] = target
-    before, after = _products(files["before"]), _products(files["after"])
-    carried, changed = _carried(files["before"], files["after"])
+                              text=True, check=True).stdout.strip()
+    fix = git("rev-parse", commit)
+    pair = {"repo": repo, "fix_commit": fix, "parent_commit": git("rev-parse", f"{fix}^"),
+            "path": path, "subject": git("log", "-1", "--format=%s", fix)}
+    before_file, after_file = score.write_sides(pair, git_dir, corpus)
+    before, after = _products(before_file), _products(after_file)
+    carried, changed = _carried(before_file, after_file)
     after_on = collections.defaultdict(set)
     for finding in after:
         after_on[finding["line"]].add(_key(finding))
@@ -60,16 +58,15 @@ def derive(git_dir, repo, commit, path, corpus):
             seen.add((finding["line"], finding["product"]))
             sites.append({"before_line": finding["line"], "kernel": finding["kernel"],
                           "product": finding["product"]})
-    return {"repo": repo, "fix_commit": fix, "parent_commit": parent, "path": path,
-            "subject": git("log", "-1", "--format=%s", fix).decode().strip(),
-            "fixed_sites": sites, "widened_after_lines": changed, "residual_sites": []}
+    return {**pair, "fixed_sites": sites, "widened_after_lines": changed, "residual_sites": []}
 
 
 def _products(path):
-    done = subprocess.run([sys.executable, "-m", "triton_overflow", "lint", "--format", "json",
-                           "--envelope", "none", path.name], capture_output=True, text=True,
-                          cwd=path.parent)
-    return [f for kernel in json.loads(done.stdout)["kernels"] for f in kernel["findings"]]
+    """Every i32 product of ``path``, whatever its level (the shape alone)."""
+    _, report = score._lint(path, no_exec=False)
+    if report is None:
+        sys.exit(f"the lint of {path} printed something that is not JSON")
+    return score._findings(report)
 
 
 def _carried(before, after):

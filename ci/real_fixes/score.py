@@ -63,19 +63,25 @@ def _write_pair(pair, repos, corpus):
     clone = next((p for p in candidates if (p / "HEAD").exists() or (p / ".git").exists()), None)
     if clone is None:
         sys.exit(f"no clone of {pair['repo']} under {repos}")
+    return write_sides(pair, _git_dir(clone), corpus)
+
+
+def write_sides(pair, git_dir, corpus):
+    """The pair's file before and after the fix, written under ``corpus`` from ``git_dir``
+    (once: a file already there is kept)."""
+    owner, name = pair["repo"].split("/")
     files = []
     for side, commit in (("before", pair["parent_commit"]), ("after", pair["fix_commit"])):
         target = corpus / f"{owner}__{name}" / pair["fix_commit"][:10] / side / \
             Path(pair["path"]).name
         if not target.exists():
-            shown = subprocess.run(["git", f"--git-dir={_git_dir(clone)}", "show",
+            shown = subprocess.run(["git", f"--git-dir={git_dir}", "show",
                                     f"{commit}:{pair['path']}"], capture_output=True)
             if shown.returncode != 0:
                 sys.exit(f"{pair['repo']}: cannot read {pair['path']} at {commit}: "
                          f"{shown.stderr.decode().strip()} (fetch that commit into the clone)")
-            text = shown.stdout
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(text)
+            target.write_bytes(shown.stdout)
         files.append(target)
     return files
 
