@@ -6,7 +6,8 @@ the fix left behind (by line in the file after it). No third-party code is kept 
 are written from clones of those repositories, then linted as shipped (the engines are not
 installed) and scored:
 
-    python ci/real_fixes/score.py --repos DIR --corpus OUT [--envelopes]
+    python ci/real_fixes/score.py --repos DIR --corpus OUT [--envelopes] [--repo OWNER/NAME]
+                                  [--jobs N] [--misses]
 
 ``DIR/<owner>/<name>`` (or ``DIR/<owner>+<name>``) is a clone, bare or not, of each repository.
 The table says, per pair: the fixed sites reported at ``error`` before the fix, the residual
@@ -16,8 +17,10 @@ exit code after the fix, and the kernels that could not be checked.
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -32,27 +35,40 @@ def main(argv=None):
     parser.add_argument("--envelopes", action="store_true", help="lint each repository's "
                         "files with the envelope its team would write (envelopes/OWNER+NAME"
                         ".toml: training for training libraries); without it, by shape alone")
+    parser.add_argument("--repo", action="append", help="score only this repository's "
+                        "pairs (repeatable)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count(),
+                        help="lints run at once (default: all cores)")
+    parser.add_argument("--misses", action="store_true", help="list each fixed site not at "
+                        "error, and each other product at error, under the table")
     args = parser.parse_args(argv)
-    pairs = json.loads((HERE / "fixes.json").read_text())["pairs"]
+    pairs = [pair for pair in json.loads((HERE / "fixes.json").read_text())["pairs"]
+             if not args.repo or pair["repo"] in args.repo]
     totals = dict.fromkeys(("fixed", "hit", "residual", "residual_hit", "bounded",
                             "bounded_error", "not_checked", "clean", "clean_exit_0",
                             "invalid_json"), 0)
     print("| pair | fixed sites at error before | residuals at error after | other products "
           "at error after | exit after | not checked |")
     print("|---|---|---|---|---|---|")
-    for pair in pairs:
-        before, after = _write_pair(pair, args.repos, args.corpus)
-        envelope = _envelope(pair) if args.envelopes else None
-        code_before, report_before = _lint(before, args.no_exec, envelope)
-        code_after, report_after = _lint(after, args.no_exec, envelope)
+    sides = [_write_pair(pair, args.repos, args.corpus) for pair in pairs]
+    jobs = [(path, args.no_exec, _envelope(pair) if args.envelopes else None)
+            for pair, pair_sides in zip(pairs, sides) for path in pair_sides]
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:  # each lint is a process of its own
+        linted = list(pool.map(lambda job: _lint(*job), jobs))
+    misses = []
+    for index, pair in enumerate(pairs):
+        (_, report_before), (code_after, report_after) = linted[2 * index:2 * index + 2]
         if report_before is None or report_after is None:
             totals["invalid_json"] += 1
             print(f"| {pair['repo']} {pair['path']} | lint printed something that is not JSON "
                   f"|||||")
             continue
-        row = _score(pair, report_before, report_after, code_after, totals)
+        row = _score(pair, report_before, report_after, code_after, totals, misses)
         print("| " + " | ".join(row) + " |")
     _summary(totals)
+    if args.misses:
+        print()
+        print("\n".join(misses))
     return 0
 
 
@@ -122,14 +138,22 @@ def _errors_on(report, line, product=None):
     return [f for f in (same or on_line) if f["level"] == "error"]
 
 
-def _score(pair, before, after, code_after, totals):
+def _score(pair, before, after, code_after, totals, misses):
     fixed = pair["fixed_sites"]
     hit = [s for s in fixed if _errors_on(before, s["before_line"])]
+    name = f"{pair['repo']} {pair['fix_commit'][:8]} {Path(pair['path']).name}"
+    for site in fixed:
+        if site not in hit:
+            said = [f for f in _findings(before) if f["line"] == site["before_line"]]
+            misses.append(f"missed  {name}:{site['before_line']} `{site['product']}` "
+                          f"[{said[0]['level'] + ': ' + said[0]['why'] if said else 'no finding'}]")
     residual = pair["residual_sites"]
     residual_hit = [s for s in residual if _errors_on(after, s["after_line"], s["product"])]
     known = {(s["after_line"], _normal(s["product"])) for s in residual}
     others = [f for f in _findings(after) if (f["line"], _normal(f["product"])) not in known]
     others_error = [f for f in others if f["level"] == "error"]
+    misses += [f"error   {name}:{f['line']} (after) `{f['product']}` [{f['why']}]"
+               for f in others_error]
     not_checked = len(before["not_checked"]) + len(after["not_checked"])
     for key, value in (("fixed", len(fixed)), ("hit", len(hit)), ("residual", len(residual)),
                        ("residual_hit", len(residual_hit)), ("bounded", len(others)),
