@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from tests.lint_cli import WITHOUT_INTERPRETER, run_lint
+from tests.lint_cli import WITHOUT_INTERPRETER, run_lint, run_python
 
 pytestmark = [pytest.mark.static, pytest.mark.selftest]
 
@@ -181,3 +181,113 @@ def test_a_src_layout_package_imports_itself_by_name(tmp_path):
     report = _report(run_lint("src/myengine", "--format", "json", "--no-exec", cwd=tmp_path))
     findings = {(f["file"], f["product"]) for k in report["kernels"] for f in k["findings"]}
     assert ("src/myengine/ops/helpers.py", "row * stride") in findings, report
+
+
+REDUCING_HELPER = """
+import triton
+import triton.language as tl
+
+from not_installed_engine.sampling import block_argmax
+
+
+@triton.jit
+def resample_kernel(logits_ptr, out_ptr, stride, BLOCK: tl.constexpr = 128):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    logits = tl.load(logits_ptr + row * stride + cols)
+    value, index = block_argmax(logits, cols)
+    tl.store(out_ptr + row, index)
+"""
+
+
+@pytest.mark.parametrize("no_exec", [False, True], ids=["default", "no-exec"])
+def test_a_helper_that_cannot_load_and_reduces_a_block_still_lets_its_kernel_be_checked(
+        tmp_path, no_exec):
+    """A file checked alone calls its engine's helper (``block_argmax``) and stores what it
+    returns at one address: the stand-in that returns its first argument (a block) does not
+    compile there, the one that returns 0 does."""
+    (tmp_path / "resample.py").write_text(REDUCING_HELPER)
+    done = run_lint("resample.py", "--format", "json", *(["--no-exec"] if no_exec else []),
+                    cwd=tmp_path)
+    report = _report(done)
+    assert not report["not_checked"], report["not_checked"]
+    [kernel] = report["kernels"]
+    assert {f["product"] for f in kernel["findings"]} == {"row * stride"}, kernel
+    assert "`block_argmax` could not be loaded: checked with a value-only stand-in that " \
+        "returns the sum of its first argument" in done.stdout + done.stderr + json.dumps(report)
+
+
+def test_a_kernel_file_named_triton_py_is_checked_not_imported_as_triton(tmp_path):
+    """An engine's ``ops/embedding/triton.py``, checked from its own folder with ``python -m``
+    (which makes the folder importable first): Triton still comes from where it is installed.
+    A new interpreter, as the suite's forked ones have imported Triton already."""
+    (tmp_path / "triton.py").write_text(textwrap.dedent("""
+        from not_installed_engine._triton import tl, triton
+
+
+        @triton.jit
+        def rows_kernel(x_ptr, stride):
+            tl.store(x_ptr + tl.program_id(0) * stride + tl.arange(0, 128), 1.0)
+    """))
+    report = _report(run_python("-m", "triton_overflow", "lint", "triton.py", "--format", "json",
+                                "--envelope", "none", cwd=tmp_path))
+    findings = {f["product"] for k in report["kernels"] for f in k["findings"]}
+    assert findings == {"tl.program_id(0) * stride"}, report
+
+
+BEHIND_A_FALSE_BRANCH = """
+import os
+
+from not_installed_engine.utils import engine_version_at_least
+
+if engine_version_at_least("2.7") and os.environ.get("ENGINE_HAS_TRITON") == "1":
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def rows_kernel(x_ptr, stride):
+        tl.store(x_ptr + tl.program_id(0) * stride + tl.arange(0, 128), 1.0)
+"""
+
+THROUGH_AN_EXTENSION_MODULE = """
+import triton
+import triton.language as tl
+
+from not_installed_engine.utils import triton_lang_extension as tle
+
+
+@triton.jit
+def rows_kernel(x_ptr, stride, n):
+    row = tle.program_id(0)
+    tl.store(x_ptr + row * stride + tl.arange(0, 128), 1.0)
+    tl.store(x_ptr + n * stride + tl.arange(0, 128), 2.0)
+"""
+
+
+DEFINED_WHEN_CALLED = """
+def _kernels():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def rows_kernel(x_ptr, stride):
+        tl.store(x_ptr + tl.program_id(0) * stride + tl.arange(0, 128), 1.0)
+
+    return rows_kernel
+"""
+
+
+@pytest.mark.parametrize("source", [BEHIND_A_FALSE_BRANCH, THROUGH_AN_EXTENSION_MODULE,
+                                    DEFINED_WHEN_CALLED],
+                         ids=["triton-imported-in-a-branch-not-taken", "extension-module",
+                              "defined-when-called"])
+def test_kernels_an_engine_hides_from_a_plain_import_are_checked(tmp_path, source):
+    """A library that imports Triton only where it finds a GPU (``if has_triton():``), one
+    whose kernels call a module of its own Triton extensions (``tle.program_id``), one that
+    defines its kernels in a function on first use: each kernel file, checked alone, has its
+    kernel checked."""
+    (tmp_path / "kernels.py").write_text(source)
+    report = _report(run_lint("kernels.py", "--format", "json", cwd=tmp_path))
+    assert not report["not_checked"], report["not_checked"]
+    assert [k["kernel"] for k in report["kernels"]] == ["rows_kernel"], report
+    assert report["kernels"][0]["findings"], report

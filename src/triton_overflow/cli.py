@@ -190,8 +190,22 @@ def main(argv=None):
     return validate_main(args.out, args.profile, args.pytest_args, args.every_test)
 
 
+def _import_triton_from_where_it_is_installed():
+    """Triton, imported before the current directory is importable: a kernel file of the
+    folder named ``triton.py`` must not stand in for it (``python -m`` puts the folder first)."""
+    import os
+    here = ("", os.getcwd())
+    saved = list(sys.path)
+    sys.path[:] = [entry for entry in sys.path if entry not in here]
+    try:
+        import triton.language  # noqa: F401
+    finally:
+        sys.path[:] = saved
+
+
 def _lint(args):
     import os
+    _import_triton_from_where_it_is_installed()
     # As `python -m`, the current directory is importable: kernel files import their package.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())

@@ -93,7 +93,21 @@ class CompilerDiagnostic(Exception):
 def check_kernel(kernel, facts=None, verify_fixes=False, envelope=None):
     """The ``KernelResult`` of one ``discover.Kernel`` over every variant of its flags; with
     ``verify_fixes``, each error's fix is compiled into the kernel to see that it holds; with an
-    ``envelope`` (``envelope.Envelope``), each level follows from what its tensor can hold."""
+    ``envelope`` (``envelope.Envelope``), each level follows from what its tensor can hold.
+    A kernel that compiles under no variant while it calls stand-ins is tried once more with
+    stand-ins that return a scalar (a helper that reduces a block gives one)."""
+    try:
+        return _check_kernel(kernel, facts, verify_fixes, envelope)
+    except KernelNotChecked:
+        if not kernel.standins:
+            raise
+    from triton_overflow.lint import standins
+    with standins.returning_scalar(vars(kernel.module), kernel.standins):
+        return _check_kernel(kernel, facts, verify_fixes, envelope,
+                             returning=standins.SCALAR_RESULT)
+
+
+def _check_kernel(kernel, facts, verify_fixes, envelope, returning="its first argument"):
     kernel_plan = plan(kernel.jit, kernel.configs,
                        pointee=envelope.pointee if envelope is not None else None)
     types, first_error, compiled = _first_compiling_types(kernel, kernel_plan)
@@ -120,7 +134,9 @@ def check_kernel(kernel, facts=None, verify_fixes=False, envelope=None):
         graph = build_graph(module, context, _arguments(kernel.jit, variant_types))
         found = find_products(graph, kernel.name, facts)
         if envelope is not None and facts is None:
-            found = [judged(finding, envelope, _shown_file(finding.file)) for finding in found]
+            arguments = [parameter.name for parameter in kernel.jit.params]
+            found = [judged(finding, envelope, _shown_file(finding.file), arguments)
+                     for finding in found]
         products = [finding.product for finding in found]
         for finding in found:
             if _worse(finding, findings.get(finding.key)):
@@ -146,7 +162,7 @@ def check_kernel(kernel, facts=None, verify_fixes=False, envelope=None):
     if kernel.standins:
         names = ", ".join(f"`{name}`" for name in kernel.standins)
         result.notes.append(f"{names} could not be loaded: checked with a value-only stand-in "
-                            f"that returns its first argument")
+                            f"that returns {returning}")
     return result
 
 

@@ -217,8 +217,10 @@ def _readable_arguments(arguments):
 
 def declared_jit_functions(tree):
     """``[FunctionDef]`` with a Triton decorator at module level, inside module-level
-    ``if`` / ``try`` / ``with`` too; a function made a kernel by a call (``kernel =
-    triton.jit(fn)``) is given as if it were decorated so."""
+    ``if`` / ``try`` / ``with`` too, and inside a module-level function that defines its
+    kernels when called (``def _kernels(): import triton ... @triton.jit ...``); a function
+    made a kernel by a call (``kernel = triton.jit(fn)``) is given as if it were decorated
+    so."""
     found, pending = [], list(tree.body)
     _mark_other_dsls(tree)
     called = _jit_by_call(tree)
@@ -237,6 +239,10 @@ def declared_jit_functions(tree):
             found.append(ast.copy_location(decorated, node))
             continue
         inner = statements.inner_statements(node)
+        if inner is None and isinstance(node, ast.FunctionDef):
+            inner = [statement for statement in node.body
+                     if isinstance(statement, ast.FunctionDef) or
+                     statements.inner_statements(statement) is not None]
         if inner is not None:
             pending[:0] = inner
     return found

@@ -332,6 +332,22 @@ def _is_literal_assignment(statement):
 
 # --- jit functions in branches the load did not take ----------------------------------------
 
+def _bind_triton_imported_anywhere(tree, file, namespace):
+    """Triton's names as the file imports them in a branch the load did not take (``if
+    has_triton(): import triton``, false where there is no GPU), where nothing is bound yet."""
+    for statement in ast.walk(tree):
+        if isinstance(statement, (ast.Import, ast.ImportFrom)) and \
+                _is_triton_import(statement) and \
+                any(name not in namespace for name in _bound_names(statement)):
+            scratch = {}
+            try:
+                statements.run(statement, file, scratch)
+            except Exception:  # noqa: BLE001 - a part of Triton this release does not have
+                continue
+            for name, value in scratch.items():
+                namespace.setdefault(name, value)
+
+
 def _define_unreached(module, tree, file, execute):
     """Define every declared jit function the load did not; keep each beside the module's
     names. Returns what could not be defined."""
@@ -342,9 +358,11 @@ def _define_unreached(module, tree, file, execute):
                and Path(jit.fn.__code__.co_filename).resolve() == Path(file).resolve()]
     namespace = module.__dict__
     left_out = []
-    for function in declared_jit_functions(tree):
-        if any(defines(function, name, line) for name, line in defined):
-            continue
+    unreached = [function for function in declared_jit_functions(tree)
+                 if not any(defines(function, name, line) for name, line in defined)]
+    if unreached:
+        _bind_triton_imported_anywhere(tree, file, namespace)
+    for function in unreached:
         missing = object()
         previous = namespace.get(function.name, missing)
         wrapper = define(function, file, namespace, left_out, execute)

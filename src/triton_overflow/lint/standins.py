@@ -10,8 +10,10 @@ forms no address. A finding that depends on one says so.
 """
 
 import ast
+import contextlib
 import linecache
 import textwrap
+import types
 
 from triton_overflow.triton_versions import jit_function_of
 
@@ -105,6 +107,34 @@ def replace_called(jit_functions, namespace):
     return sorted(calls)
 
 
+# What a stand-in that reduces returns: a scalar that still depends on its first argument
+# (so the loads that feed it are not dropped as dead code).
+SCALAR_RESULT = "the sum of its first argument"
+_SCALAR_BODY = """\
+    if len(a0.shape) > 0:
+        scalar = tl.sum(tl.ravel(a0).to(tl.float32), axis=0).to(tl.int32)
+    else:
+        scalar = a0.to(tl.int32)
+"""
+
+
+@contextlib.contextmanager
+def returning_scalar(namespace, paths):
+    """Within the block, the stand-ins ``paths`` return a scalar (``SCALAR_RESULT``, each
+    result) instead of their first argument: a helper that reduces a block (``value, index =
+    block_argmax(logits, ...)``) gives a scalar, and a kernel that stores one compiles."""
+    previous = {path: _resolve(namespace, path) for path in paths}
+    for path, helper in previous.items():
+        positional, keywords, results = helper.stand_in_shape
+        _assign(namespace, path, _value_helper(path, positional, keywords, results,
+                                               scalar=positional > 0))
+    try:
+        yield
+    finally:
+        for path, helper in previous.items():
+            _assign(namespace, path, helper)
+
+
 def depends_on(file, product_line, names):
     """Which of the stand-ins ``names`` the values on ``file:product_line`` are computed from
     (through the kernel's local assignments)."""
@@ -140,26 +170,20 @@ def _resolve(namespace, path):
     head, *rest = path.split(".")
     value = namespace.get(head)
     for attribute in rest:
-        if isinstance(value, _Namespace):
-            value = value.members.get(attribute, StandIn(path))
-        elif isinstance(value, StandIn):
+        if isinstance(value, StandIn):
             return value
-        else:
-            value = getattr(value, attribute, None)
+        value = getattr(value, attribute, None)
     return value
 
 
-class _Namespace:
-    """What a stand-in module becomes once some of its attributes are jit helpers."""
-
-    def __init__(self, stand_in):
-        self.stand_in = stand_in
-        self.members = {}
-
-    def __getattr__(self, attribute):
-        if attribute in ("stand_in", "members"):
-            raise AttributeError(attribute)
-        return self.members.get(attribute, getattr(self.stand_in, attribute))
+def _namespace(stand_in):
+    """What a stand-in module becomes once some of its attributes are jit helpers: a module
+    (the only kind of object besides constants a kernel may name from its globals) whose other
+    attributes are the stand-in's."""
+    module = types.ModuleType(name_of(stand_in) or "stand-in")
+    module.__getattr__ = lambda attribute: getattr(stand_in, attribute)
+    module.__stand_in_namespace__ = True
+    return module
 
 
 def _assign(namespace, path, helper):
@@ -168,36 +192,40 @@ def _assign(namespace, path, helper):
         namespace[head] = helper
         return
     owner = namespace[head]
-    if not isinstance(owner, _Namespace):
-        owner = _Namespace(owner)
+    if not getattr(owner, "__stand_in_namespace__", False):
+        owner = _namespace(owner)
         namespace[head] = owner
     for attribute in rest[:-1]:
-        inner = owner.members.get(attribute)
-        if not isinstance(inner, _Namespace):
-            inner = _Namespace(getattr(owner, attribute))
-            owner.members[attribute] = inner
+        inner = getattr(owner, attribute)
+        if not getattr(inner, "__stand_in_namespace__", False):
+            inner = _namespace(inner)
+            setattr(owner, attribute, inner)
         owner = inner
-    owner.members[rest[-1]] = helper
+    setattr(owner, rest[-1], helper)
 
 
 _COUNTER = [0]
 
 
-def _value_helper(path, positional, keywords, results):
+def _value_helper(path, positional, keywords, results, scalar=False):
     """A ``@triton.jit`` function that takes what the calls pass and returns its first
-    argument (``results`` times, where a call unpacks a tuple)."""
+    argument, or with ``scalar`` a scalar made from it (``results`` times, where a call
+    unpacks a tuple)."""
     import triton
+    import triton.language as tl
     _COUNTER[0] += 1
     name = "stand_in_" + path.replace(".", "_")
     params = [f"a{i}" for i in range(positional)] + [k for k in keywords]
-    returned = params[0] if params else "0"
+    returned = "scalar" if scalar else params[0] if params else "0"
     value = returned if results == 1 else "(" + ", ".join([returned] * results) + ")"
     signature = ", ".join(params[:1] + [f"{p}=None" for p in params[1:]])
-    source = f"def {name}({signature}):\n    return {value}\n"
+    body = _SCALAR_BODY if scalar else ""
+    source = f"def {name}({signature}):\n{body}    return {value}\n"
     filename = f"<overflow-lint stand-in {path} #{_COUNTER[0]}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"__name__": __name__}
+    namespace = {"__name__": __name__, "tl": tl}
     exec(compile(source, filename, "exec"), namespace)
     helper = triton.jit(namespace[name])
     assert jit_function_of(helper) is not None
+    helper.stand_in_shape = (positional, keywords, results)
     return helper
