@@ -199,3 +199,114 @@ def test_where_a_shape_passes_2_31_is_said_in_the_envelope_units():
     assert serving.size("requests * (drafts + 1) * vocab") == 1024 * 16 * 262144
     assert serving.passes_at("requests * context") == "requests = 1,024"
     assert serving.passes_at("tokens * hidden") == "tokens = 131,072"
+
+
+WIDER_THAN_ACTIVATIONS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def fused_moe_rows_kernel(a_ptr, c_ptr, sorted_token_ids_ptr, stride_am, stride_cm, top_k,
+                          BLOCK: tl.constexpr = 64, BLOCK_M: tl.constexpr = 16):
+    offs = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    token = tl.load(sorted_token_ids_ptr + offs)
+    cols = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + (token // top_k)[:, None] * stride_am + cols[None, :])
+    tl.store(c_ptr + token[:, None] * stride_cm + cols[None, :], a)
+
+
+@triton.jit
+def silu_and_mul_kernel(x_ptr, out_ptr, stride_x, stride_out, BLOCK: tl.constexpr = 64):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    gate = tl.load(x_ptr + row * stride_x + cols)
+    tl.store(out_ptr + row * stride_out + cols, gate * tl.sigmoid(gate))
+
+
+@triton.jit
+def decode_kernel(K_Buffer, Req_to_tokens, stride_req, stride_buf, BLOCK: tl.constexpr = 64):
+    request = tl.program_id(0)
+    slot = tl.load(Req_to_tokens + request * stride_req)
+    cols = tl.arange(0, BLOCK)
+    tl.store(K_Buffer + slot * stride_buf + cols, 0.0)
+
+
+@triton.jit
+def rms_norm_kernel(x_ptr, stride_x, BLOCK: tl.constexpr = 64):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    tl.store(x_ptr + row * stride_x + cols, 1.0)
+'''
+
+
+def test_tensors_wider_or_taller_than_activations_are_known_by_their_kernel_and_name(tmp_path):
+    """With no pattern of the team's: a mixture of experts' rows are tokens x topk, a gated
+    MLP's activation is 2 x intermediate wide, a KV cache is one however it is spelt; an index
+    table of a mixture of experts and a plain activation stay below 2**31 in serving."""
+    (tmp_path / "wide.py").write_text(WIDER_THAN_ACTIVATIONS)
+    levels = _levels(run_lint(tmp_path / "wide.py", "--format", "json", "--envelope",
+                              "serving"))
+    level, why, _ = levels[(13, "token[:, None] * stride_cm")]
+    assert level == "error" and "tokens * topk * hidden" in why, why
+    assert levels[(12, "(token // top_k)[:, None] * stride_am")][0] == "error", levels
+    level, why, _ = levels[(9, "tl.program_id(0) * BLOCK_M")]
+    assert level == "warning" and "`sorted_token_ids_ptr` (an activation" in why, why
+    level, why, _ = levels[(20, "row * stride_x")]
+    assert level == "error" and "tokens * 2 * intermediate" in why, why
+    level, why, _ = levels[(29, "slot * stride_buf")]
+    assert level == "error" and "a KV cache" in why, why
+    assert levels[(36, "row * stride_x")][0] == "warning", levels
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("K_Buffer", {"k", "buffer"}), ("KCache", {"k", "cache"}),
+    ("kv_cache_ptr", {"kv", "cache", "ptr"}), ("expert_offsets", {"expert", "offset"})])
+def test_words_of_a_name_split_case_and_underscores_and_drop_a_plural(name, expected):
+    assert envelope.words(name) == expected
+
+
+GROUPED = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def grouped_kernel(c_ptr, stride_cm, stride_cn, M, N, BLOCK_M: tl.constexpr = 64,
+                   BLOCK_N: tl.constexpr = 64, GROUP_SIZE_M: tl.constexpr = 8):
+    pid = tl.program_id(0)
+    num_pid_in_group = GROUP_SIZE_M * tl.cdiv(N, BLOCK_N)
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(tl.cdiv(M, BLOCK_M) - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(c_ptr + offs[:, None] * stride_cm + offs_n[None, :] * stride_cn, 1.0)
+'''
+
+
+@pytest.mark.parametrize("judged_by", ["none", "training"])
+def test_the_first_program_of_a_group_is_at_most_the_program_id(tmp_path, judged_by):
+    """``pid // (GROUP_SIZE_M * n) * GROUP_SIZE_M`` (the grouped ordering of every tiled
+    matmul) is at most ``pid``: a note, whatever the tensor. The column tile, from ``pid %
+    num_pid_in_group`` beside ``pid // num_pid_in_group``, is an inner coordinate: it does not
+    run over the rows, so a large tensor does not make it red. The tile's rows times the
+    stride stay an error."""
+    (tmp_path / "grouped.py").write_text(GROUPED)
+    levels = _levels(run_lint(tmp_path / "grouped.py", "--format", "json", "--envelope",
+                              judged_by))
+    level, why, _ = levels[(12, "group_id * GROUP_SIZE_M")]
+    assert level == "note" and "at most what was divided, program_id(0)" in why, why
+    assert levels[(18, "offs[:, None] * stride_cm")][0] == "error", levels
+    assert levels[(18, "offs_n[None, :] * stride_cn")][0] == "warning", levels
+
+
+@pytest.mark.parametrize("name, is_cache", [
+    ("K_Buffer", True), ("KCache", True), ("k_caches", True), ("value_cache", True),
+    ("kv_c_and_k_pe_cache", True), ("v_pool", True), ("index_k_rope_cos_sin_cache", False),
+    ("intermediate_cache", False), ("cache_ptr", False), ("k_ptr", False)])
+def test_a_kv_cache_is_known_however_it_is_spelt(name, is_cache):
+    serving = envelope.preset("serving")
+    assert (serving.reach("ops.py", "kernel", name).what == "a KV cache") is is_cache

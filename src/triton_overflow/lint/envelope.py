@@ -27,27 +27,41 @@ alone.
 import ast
 import fnmatch
 import operator
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 INT32_LIMIT = 2**31
 
 SERVING_DIMENSIONS = {"tokens": 65_536, "requests": 1_024, "context": 2**21, "vocab": 262_144,
-                      "hidden": 16_384, "drafts": 15, "pages": 2**20, "page_size": 16,
-                      "topk": 8}
+                      "hidden": 16_384, "intermediate": 53_248, "drafts": 15, "pages": 2**20,
+                      "page_size": 16, "topk": 8}
 
 # (pattern over the pointer argument's name, shape, what it is); first match wins.
 DEFAULT_TENSORS = (
     ("*bitmask*", "requests * (drafts + 1) * vocab / 32", "a bitmask over the vocabulary"),
     ("*logit*", "requests * (drafts + 1) * vocab", "logits"),
     ("*prob*", "requests * (drafts + 1) * vocab", "probabilities over the vocabulary"),
-    ("*kv_cache*", "pages * page_size * hidden", "a KV cache"),
-    ("*k_cache*", "pages * page_size * hidden", "a KV cache"),
-    ("*v_cache*", "pages * page_size * hidden", "a KV cache"),
-    ("*key_cache*", "pages * page_size * hidden", "a KV cache"),
-    ("*value_cache*", "pages * page_size * hidden", "a KV cache"),
-    ("*kv_buffer*", "pages * page_size * hidden", "a KV cache"),
 )
+# A KV cache, however a kernel spells it (``k_cache``, ``KCache``, ``K_Buffer``,
+# ``kv_pool``, ``kv_c_and_k_pe_cache``): a word for keys or values first or just before a word
+# for a store (not ``index_k_rope_cos_sin_cache``, a table of positions).
+KV_CACHE = ("pages * page_size * hidden", "a KV cache")
+_STORE_WORDS = {"cache", "buffer", "buf", "pool"}
+_KV_WORDS = {"k", "v", "kv", "key", "value"}
+# Tensors wider or taller than ``[tokens, hidden]`` by the kernel they are in: a mixture of
+# experts' rows are tokens x topk (sorted, dispatched, gathered by expert); a gated MLP's
+# activation holds gate and up side by side.
+MOE_ACTIVATIONS = ("tokens * topk * hidden",
+                   "an activation of a mixture of experts (tokens x topk rows)")
+_MOE_WORDS = {"moe", "expert", "ep"}
+# Words of an index table's name (``sorted_token_ids``, ``topk_weights``, ``expert_offsets``),
+# a row per token or per expert, or of a scale per group of values (``x_scale``, ``a_sf``):
+# smaller than the activation by a row's width or by the group.
+_TABLE_WORDS = {"id", "ids", "idx", "index", "indice", "topk", "loc", "offset", "count", "num",
+                "map", "mapping", "padded", "cumsum", "scale", "sf"}
+GATED_ACTIVATIONS = ("tokens * 2 * intermediate", "a gated MLP's activation (gate and up)")
+_GATE_WORDS = {"silu", "gelu", "swiglu", "geglu", "swish", "act", "activation"}
 ACTIVATIONS = ("tokens * hidden", "an activation")
 # Envelopes by name, for ``--envelope NAME``: what they are, and their dimensions beyond the
 # serving ones. ``serving`` is the default; ``none`` (no envelope) lets the shape decide.
@@ -102,19 +116,33 @@ class Envelope:
                 return pointee
         return None
 
-    def reach(self, file, kernel, argument):
-        """The ``Reach`` of pointer argument ``argument`` of ``kernel`` in ``file``."""
+    def reach(self, file, kernel, argument, arguments=()):
+        """The ``Reach`` of pointer argument ``argument`` of ``kernel`` in ``file`` (whose
+        arguments are ``arguments``): the team's patterns, then the built-in ones, then a KV
+        cache by its words, then an activation as the kernel makes it."""
         qualified = f"{Path(file).as_posix()}:{kernel}:{argument}"
         for pattern, shape, what in list(self.tensors) + list(DEFAULT_TENSORS):
             subject = qualified if ":" in pattern else argument
             if fnmatch.fnmatchcase(subject.lower(), pattern.lower()) or ":" in pattern and \
                     fnmatch.fnmatchcase(subject.lower(), "*" + pattern.lower()):
                 return Reach(argument, shape, what, self.size(shape))
-        return self.activation(argument)
+        if _is_kv_cache(argument):
+            return Reach(argument, *KV_CACHE, self.size(KV_CACHE[0]))
+        return self.activation(argument, file, kernel, arguments)
 
-    def activation(self, tensor):
-        """The ``Reach`` of a tensor no pattern names: an activation."""
-        return Reach(tensor, ACTIVATIONS[0], ACTIVATIONS[1], self.size(ACTIVATIONS[0]))
+    def activation(self, tensor, file="", kernel="", arguments=()):
+        """The ``Reach`` of a tensor no pattern names: an activation, ``[tokens, hidden]``
+        unless the kernel's name says it is a mixture of experts' (and the tensor is no index
+        table) or a gated MLP's (an activation and a multiply)."""
+        kernel_words, small = words(kernel), bool(words(tensor) & _TABLE_WORDS)
+        if kernel_words & _MOE_WORDS and not small:
+            shape, what = MOE_ACTIVATIONS
+        elif (kernel_words & _GATE_WORDS and "mul" in kernel_words or
+              kernel_words & {"swiglu", "geglu"}) and not small:
+            shape, what = GATED_ACTIVATIONS
+        else:
+            shape, what = ACTIVATIONS
+        return Reach(tensor, shape, what, self.size(shape))
 
     def size(self, shape):
         return int(_evaluate(ast.parse(shape, mode="eval").body, self.dimensions, shape))
@@ -142,6 +170,26 @@ class Envelope:
     def size_with(self, shape, name, value):
         return int(_evaluate(ast.parse(shape, mode="eval").body,
                              {**self.dimensions, name: value}, shape))
+
+
+def words(name):
+    """The words of an identifier, lower case, a plural's ``s`` dropped: ``K_Buffer`` ->
+    {"k", "buffer"}, ``KCache`` -> {"k", "cache"}, ``fused_moe.py`` -> {"fused", "moe",
+    "py"}."""
+    return set(_word_list(name))
+
+
+def _word_list(name):
+    found = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", name)
+    return [w.lower()[:-1] if len(w) > 3 and w.endswith("s") else w.lower() for w in found]
+
+
+def _is_kv_cache(name):
+    """A word for keys or values that comes first, or just before a word for a store."""
+    listed = _word_list(name)
+    stores = [i for i, word in enumerate(listed) if word in _STORE_WORDS]
+    return bool(stores) and (listed[0] in _KV_WORDS or
+                             any(i > 0 and listed[i - 1] in _KV_WORDS for i in stores))
 
 
 def _evaluate(node, dimensions, shape):
@@ -262,7 +310,7 @@ def _parse(table, source):
     return envelope
 
 
-def judged(finding, envelope, shown_file):
+def judged(finding, envelope, shown_file, arguments=()):
     """``finding`` with the level its tensors' reach in ``envelope`` gives (patterns match
     ``shown_file``, its file as the user names it). An ``error`` needs both a tensor that can
     pass 2**31 elements and a product that runs over its rows (``finding.grows``) into the
@@ -273,8 +321,9 @@ def judged(finding, envelope, shown_file):
 
     from triton_overflow.lint.levels import ERROR, WARNING
     runs_over_rows = finding.grows and not finding.scaled
-    reaches = [envelope.reach(shown_file, finding.kernel, tensor) for tensor in
-               finding.tensors] or [envelope.activation(_UNNAMED)]
+    reaches = [envelope.reach(shown_file, finding.kernel, tensor, arguments) for tensor in
+               finding.tensors] or \
+        [envelope.activation(_UNNAMED, shown_file, finding.kernel, arguments)]
     widest = max(reaches, key=lambda r: r.elements)
     said = (f"`{widest.tensor}` ({widest.what}, {widest.shape}) holds at most "
             f"{widest.elements:,} elements in the envelope")

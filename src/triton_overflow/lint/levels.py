@@ -48,6 +48,10 @@ class Levels:
         sides = [self.side(v) for v in op.operands[:2]]
         if facts_given and facts_largest is not None:
             return (ERROR if facts_largest >= 2**31 else NOTE), ""  # the headroom says why
+        dividend = self._at_most_dividend(op)
+        if dividend is not None:
+            return NOTE, (f"a quotient times a factor of its divisor: at most what was "
+                          f"divided, {self.side(dividend)[1]}")
         (high, high_why), (low, low_why) = sorted(sides, key=lambda s: -s[0])
         if direct == "block offsets" and high == WORKLOAD and low == BOUNDED:
             return WARNING, (f"{high_why} times {low_why}: an offset of a block pointer, "
@@ -72,10 +76,29 @@ class Levels:
         holds). A bare program id of axis 1 or 2 (a head, a split) is an inner index, and so is
         the inner coordinate of a flat index the kernel splits (a token's place in its page):
         they do not."""
+        if self._at_most_dividend(op) is not None:
+            return False
         return any(self._runs_over_rows(value) for value in op.operands[:2])
 
+    def _at_most_dividend(self, op):
+        """The dividend ``a`` of a product ``(a // (b * c)) * b``: the first program of a
+        group of programs, ``pid // (GROUP_M * n) * GROUP_M``, is at most ``pid``. Else None."""
+        for quotient, factor in (op.operands[:2], op.operands[1::-1]):
+            division = self._through_casts(quotient)
+            if division is not None and division.name in DIVISIONS and \
+                    self._root(factor) in self._factors(division.operands[1]):
+                return division.operands[0]
+        return None
+
+    def _factors(self, value):
+        """The factors of a product (``b`` and ``c`` of ``b * c``), each as ``_root`` gives it."""
+        op = self._through_casts(value)
+        if op is not None and op.name == "arith.muli":
+            return self._factors(op.operands[0]) | self._factors(op.operands[1])
+        return {self._root(value)}
+
     def _runs_over_rows(self, value):
-        if self._inner_coordinate(value):
+        if self._inner_coordinate(self._beneath_bounded(value)):
             return False
         op = self._through_casts(value)
         if op is not None and op.name in ("arith.muli", "arith.shli") and \
@@ -168,6 +191,21 @@ class Levels:
         else:
             return False
         return (self._root(dividend), self._root(divisor)) in self._quotients
+
+    def _beneath_bounded(self, value):
+        """``value`` without the bounded terms and factors around it: ``pid_n`` of ``pid_n *
+        BLOCK_N + tl.arange(0, BLOCK_N)``, so that a tile of an inner coordinate is one too."""
+        while True:
+            op = self._through_casts(value)
+            if op is None or op.name not in ("arith.addi", "arith.subi", "arith.muli"):
+                return self._uncast(value)
+            bounded = [self.side(v)[0] == BOUNDED for v in op.operands[:2]]
+            if bounded == [False, True]:
+                value = op.operands[0]
+            elif bounded == [True, False]:
+                value = op.operands[1]
+            else:
+                return self._uncast(value)
 
     @functools.cached_property
     def _quotients(self):
