@@ -277,15 +277,32 @@ def _kernels():
 """
 
 
+COMBINED_BY_AN_ENGINE_HELPER = """
+def _kernels():
+    import triton
+    import triton.language as tl
+    from not_installed_engine.scan import keyed_add
+
+    @triton.jit
+    def rows_kernel(x_ptr, stride):
+        row = tl.program_id(0)
+        x = tl.load(x_ptr + row * stride + tl.arange(0, 128))
+        tl.store(x_ptr + row * stride + tl.arange(0, 128), tl.associative_scan(x, 0, keyed_add))
+
+    return rows_kernel
+"""
+
+
 @pytest.mark.parametrize("source", [BEHIND_A_FALSE_BRANCH, THROUGH_AN_EXTENSION_MODULE,
-                                    DEFINED_WHEN_CALLED],
+                                    DEFINED_WHEN_CALLED, COMBINED_BY_AN_ENGINE_HELPER],
                          ids=["triton-imported-in-a-branch-not-taken", "extension-module",
-                              "defined-when-called"])
+                              "defined-when-called", "combined-by-an-engine-helper"])
 def test_kernels_an_engine_hides_from_a_plain_import_are_checked(tmp_path, source):
     """A library that imports Triton only where it finds a GPU (``if has_triton():``), one
     whose kernels call a module of its own Triton extensions (``tle.program_id``), one that
-    defines its kernels in a function on first use: each kernel file, checked alone, has its
-    kernel checked."""
+    defines its kernels in a function on first use, importing there what they use (a combine
+    function for ``tl.associative_scan``): each kernel file, checked alone, has its kernel
+    checked."""
     (tmp_path / "kernels.py").write_text(source)
     report = _report(run_lint("kernels.py", "--format", "json", cwd=tmp_path))
     assert not report["not_checked"], report["not_checked"]

@@ -15,6 +15,7 @@ A marker covers only the product it names, and needs its reason.
 import ast
 import linecache
 import re
+import sys
 from dataclasses import dataclass, field, replace
 
 from triton_overflow import triton_versions
@@ -63,8 +64,15 @@ class Finding:
         return self.rule.message(self)
 
 
+# The value analyses walk the IR recursively: a kernel that unrolls long chains (a bitonic
+# sort, a scan over static ranges) goes deeper than Python's default limit of 1,000.
+ANALYSIS_RECURSION_LIMIT = 20_000
+
+
 def find_products(graph, kernel_name, ranges_env=None):
     """The findings of one compiled kernel (``ir.Graph``)."""
+    if sys.getrecursionlimit() < ANALYSIS_RECURSION_LIMIT:
+        sys.setrecursionlimit(ANALYSIS_RECURSION_LIMIT)
     flow = Flow(graph)
     static = Ranges(graph, flow, None)
     ranges = Ranges(graph, flow, ranges_env) if ranges_env is not None else None

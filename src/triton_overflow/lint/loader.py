@@ -348,6 +348,25 @@ def _bind_triton_imported_anywhere(tree, file, namespace):
                 namespace.setdefault(name, value)
 
 
+def _bind_what_factories_import(tree, unreached, file, module):
+    """For kernels a module-level function defines when called (``def _kernels(): from
+    engine.triton_utils import triton ...``), the names that function imports or assigns at
+    its top: imports as ``--no-exec`` binds them (Triton, the project's own jit helpers read
+    without running, stand-ins), assignments as stand-ins, where the module has no such name."""
+    wanted = {id(function) for function in unreached}
+    for factory in tree.body:
+        if not isinstance(factory, ast.FunctionDef) or \
+                not any(id(inner) in wanted for inner in ast.walk(factory)):
+            continue
+        for statement in ast.walk(factory):
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                _run_tolerantly(statement, file, module, [], execute=False)
+        for statement in factory.body:
+            if isinstance(statement, ast.Assign):
+                names = [t.id for t in statement.targets if isinstance(t, ast.Name)]
+                standins.bind(module.__dict__, names, f"{factory.name}()")
+
+
 def _define_unreached(module, tree, file, execute):
     """Define every declared jit function the load did not; keep each beside the module's
     names. Returns what could not be defined."""
@@ -362,6 +381,7 @@ def _define_unreached(module, tree, file, execute):
                  if not any(defines(function, name, line) for name, line in defined)]
     if unreached:
         _bind_triton_imported_anywhere(tree, file, namespace)
+        _bind_what_factories_import(tree, unreached, file, module)
     for function in unreached:
         missing = object()
         previous = namespace.get(function.name, missing)

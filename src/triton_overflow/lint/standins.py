@@ -94,6 +94,11 @@ def replace_called(jit_functions, namespace):
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
+            combined = _combine_function(node)
+            if combined is not None and isinstance(_resolve(namespace, combined[0]), StandIn):
+                path, inputs = combined
+                shape = calls.setdefault(path, [0, set(), 1])
+                shape[0], shape[2] = max(shape[0], 2 * inputs), max(shape[2], inputs)
             path = _dotted(node.func)
             if path is None or not isinstance(_resolve(namespace, path), StandIn):
                 continue
@@ -144,6 +149,22 @@ def depends_on(file, product_line, names):
     _, values, _ = line_values(file, product_line)
     return sorted({path for value in values for inner in ast.walk(value)
                    if isinstance(inner, ast.Call) and (path := _dotted(inner.func)) in names})
+
+
+def _combine_function(call):
+    """(the dotted name, how many inputs it combines) of a combine function passed to
+    ``tl.associative_scan`` or ``tl.reduce`` by name, else None: a stand-in there is called
+    with two of each input and returns one of each."""
+    name = _dotted(call.func)
+    if name is None or name.rsplit(".", 1)[-1] not in ("associative_scan", "reduce"):
+        return None
+    given = call.args[2] if len(call.args) > 2 else next(
+        (k.value for k in call.keywords if k.arg == "combine_fn"), None)
+    path = _dotted(given) if given is not None else None
+    if path is None or not call.args:
+        return None
+    inputs = len(call.args[0].elts) if isinstance(call.args[0], ast.Tuple) else 1
+    return path, inputs
 
 
 def _unpacked_arity(tree):
