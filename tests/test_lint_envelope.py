@@ -310,3 +310,28 @@ def test_the_first_program_of_a_group_is_at_most_the_program_id(tmp_path, judged
 def test_a_kv_cache_is_known_however_it_is_spelt(name, is_cache):
     serving = envelope.preset("serving")
     assert (serving.reach("ops.py", "kernel", name).what == "a KV cache") is is_cache
+
+
+COLUMN_TILE = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def columns_kernel(logits_ptr, stride_m, stride_n, n_cols, BLOCK: tl.constexpr = 128):
+    row = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(logits_ptr + row * stride_m + cols * stride_n, 1.0, mask=cols < n_cols)
+'''
+
+
+def test_a_tile_on_grid_axis_1_beside_the_row_is_a_column(tmp_path):
+    """``row * stride_m + cols * stride_n`` with ``row`` from ``program_id(0)`` and ``cols`` a
+    tile on grid axis 1: an address has one row, so the tile is a column of a tensor that can
+    pass 2**31, not a run over its rows."""
+    (tmp_path / "columns.py").write_text(COLUMN_TILE)
+    levels = _levels(run_lint(tmp_path / "columns.py", "--format", "json", "--envelope",
+                              "serving"))
+    assert levels[(10, "row * stride_m")][0] == "error", levels
+    level, why, _ = levels[(10, "cols * stride_n")]
+    assert level == "warning", why

@@ -122,9 +122,11 @@ def find_products(graph, kernel_name, ranges_env=None):
 def _inner_products(graph, flow, static, levels):
     """The indices of the i32 products that index an inner dimension of every address they
     reach unscaled: one that sits beside a row already widened (an int64 multiply that grows
-    with the workload: the row is that term, this one is a head, a split or a column), or an
+    with the workload: the row is that term, this one is a head, a split or a column), an
     index times a constant beside an index times an int argument (``col`` of ``row * stride +
-    col``, below the stride)."""
+    col``, below the stride), or a tile on grid axis 1 or 2 beside a term that runs over the
+    rows by the workload itself (``cols * stride_n`` of ``row * stride_m + cols * stride_n``,
+    ``row`` from ``program_id(0)``: an address has one row)."""
     verdicts = {}  # product index -> inner in every address so far
     for offsets in _addresses(graph, flow):
         terms, seen, stack = {}, set(), [(offset, frozenset()) for offset in offsets]
@@ -148,9 +150,12 @@ def _inner_products(graph, flow, static, levels):
             by_constant = any(not flow.origins(v) for v in term.operands[:2])
             column = by_constant and any(_scaled_by_argument(flow, t) for t, _ in others) or \
                 axes == {0} and any(1 in a for _, a in others)
+            tile_beside_the_row = levels.grows(term) and not levels.grows_by_workload(term) \
+                and any(levels.grows_by_workload(t) for t, _ in others)
             # The products inside a term scale what the term scales: its verdict is theirs.
             for index in {term.index} | _products_within(flow, term):
-                verdicts[index] = verdicts.get(index, True) and (beside_a_row or column)
+                verdicts[index] = verdicts.get(index, True) and \
+                    (beside_a_row or column or tile_beside_the_row)
     return {index for index, is_inner in verdicts.items() if is_inner}
 
 

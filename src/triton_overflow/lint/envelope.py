@@ -321,9 +321,10 @@ def judged(finding, envelope, shown_file, arguments=()):
 
     from triton_overflow.lint.levels import ERROR, WARNING
     runs_over_rows = finding.grows and not finding.scaled
+    # A product no argument names (an address from a table of addresses) is an activation:
+    # the kernel's name says what its tensors are, not what such an address points to.
     reaches = [envelope.reach(shown_file, finding.kernel, tensor, arguments) for tensor in
-               finding.tensors] or \
-        [envelope.activation(_UNNAMED, shown_file, finding.kernel, arguments)]
+               finding.tensors] or [envelope.activation(_UNNAMED)]
     widest = max(reaches, key=lambda r: r.elements)
     said = (f"`{widest.tensor}` ({widest.what}, {widest.shape}) holds at most "
             f"{widest.elements:,} elements in the envelope")

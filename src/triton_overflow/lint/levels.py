@@ -80,6 +80,22 @@ class Levels:
             return False
         return any(self._runs_over_rows(value) for value in op.operands[:2])
 
+    def grows_by_workload(self, op):
+        """Whether a product runs over rows through the workload itself (``program_id(0)``, a
+        loaded index, a loop over the programs), not only through a tile on grid axis 1 or 2."""
+        if not self.grows(op):
+            return False
+        for value in op.operands[:2]:
+            if self._inner_coordinate(self._beneath_bounded(value)):
+                continue
+            origins = self.flow.origins(value)
+            axes = {origin.name for origin in origins if origin.kind == "program id"}
+            if {origin.kind for origin in origins} & {"loaded value", "atomic result"} or \
+                    "0" in axes and not self.persistent or \
+                    not axes and self.side(value)[0] == WORKLOAD:
+                return True
+        return False
+
     def _at_most_dividend(self, op):
         """The dividend ``a`` of a product ``(a // (b * c)) * b``: the first program of a
         group of programs, ``pid // (GROUP_M * n) * GROUP_M``, is at most ``pid``. Else None."""
