@@ -243,13 +243,16 @@ def rms_norm_kernel(x_ptr, stride_x, BLOCK: tl.constexpr = 64):
 def test_tensors_wider_or_taller_than_activations_are_known_by_their_kernel_and_name(tmp_path):
     """With no pattern of the team's: a mixture of experts' rows are tokens x topk, a gated
     MLP's activation is 2 x intermediate wide, a KV cache is one however it is spelt; an index
-    table of a mixture of experts and a plain activation stay below 2**31 in serving."""
+    table of a mixture of experts, its input read by token (``token // top_k``) and a plain
+    activation stay below 2**31 in serving."""
     (tmp_path / "wide.py").write_text(WIDER_THAN_ACTIVATIONS)
     levels = _levels(run_lint(tmp_path / "wide.py", "--format", "json", "--envelope",
                               "serving"))
     level, why, _ = levels[(13, "token[:, None] * stride_cm")]
     assert level == "error" and "tokens * topk * hidden" in why, why
-    assert levels[(12, "(token // top_k)[:, None] * stride_am")][0] == "error", levels
+    # A row divided first (token // top_k) is a token's: the input is not expanded.
+    level, why, _ = levels[(12, "(token // top_k)[:, None] * stride_am")]
+    assert level == "warning" and "`a_ptr` (an activation, tokens * hidden)" in why, why
     level, why, _ = levels[(9, "tl.program_id(0) * BLOCK_M")]
     assert level == "warning" and "`sorted_token_ids_ptr` (an activation" in why, why
     level, why, _ = levels[(20, "row * stride_x")]
@@ -322,16 +325,28 @@ def columns_kernel(logits_ptr, stride_m, stride_n, n_cols, BLOCK: tl.constexpr =
     row = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     tl.store(logits_ptr + row * stride_m + cols * stride_n, 1.0, mask=cols < n_cols)
+    split = (row % 4) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(logits_ptr + split * stride_n, 2.0)
 '''
 
 
 def test_a_tile_on_grid_axis_1_beside_the_row_is_a_column(tmp_path):
     """``row * stride_m + cols * stride_n`` with ``row`` from ``program_id(0)`` and ``cols`` a
     tile on grid axis 1: an address has one row, so the tile is a column of a tensor that can
-    pass 2**31, not a run over its rows."""
+    pass 2**31, not a run over its rows; nor is an index the kernel bounds by its own numbers
+    (``row % 4 * BLOCK``)."""
     (tmp_path / "columns.py").write_text(COLUMN_TILE)
     levels = _levels(run_lint(tmp_path / "columns.py", "--format", "json", "--envelope",
                               "serving"))
     assert levels[(10, "row * stride_m")][0] == "error", levels
     level, why, _ = levels[(10, "cols * stride_n")]
     assert level == "warning", why
+    # A split of program_id(0) bounded by the kernel's numbers does not run over the rows.
+    level, why, _ = levels[(12, "split * stride_n")]
+    assert level == "warning", why
+
+
+@pytest.mark.parametrize("name, what", [("logits_ptr", "logits"), ("max_logits", "an activation"),
+                                        ("probs_lse", "an activation")])
+def test_a_statistic_of_each_row_of_logits_is_not_the_logits(name, what):
+    assert envelope.preset("serving").reach("ops.py", "kernel", name).what == what

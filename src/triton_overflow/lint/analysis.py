@@ -53,6 +53,7 @@ class Finding:
     tensors: tuple = field(default=(), compare=False)  # pointer arguments its addresses index
     grows: bool = field(default=False, compare=False)  # scales with the rows it indexes
     scaled: bool = field(default=False, compare=False)  # multiplied again before the address
+    divided: bool = field(default=False, compare=False)  # a side is a quotient (token // top_k)
     reach: int | None = field(default=None, compare=False)  # elements its tensor can hold
     rule: type[Rule] = field(default=OffsetProduct, compare=False)
 
@@ -108,7 +109,8 @@ def find_products(graph, kernel_name, ranges_env=None):
         if finding is not None:
             finding = replace(finding, tensors=tuple(sorted(tensors.get(index, ()))),
                               grows=levels.grows(op) and index not in inner,
-                              scaled=index not in direct_products)
+                              scaled=index not in direct_products,
+                              divided=levels.divided(op))
             if index in inner and finding.level == ERROR and ranges is None:
                 finding = replace(finding, level=WARNING, why=f"{finding.why}; but it indexes "
                                   f"an inner dimension: it sits beside a row already widened "

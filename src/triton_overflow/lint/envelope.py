@@ -43,6 +43,9 @@ DEFAULT_TENSORS = (
     ("*logit*", "requests * (drafts + 1) * vocab", "logits"),
     ("*prob*", "requests * (drafts + 1) * vocab", "probabilities over the vocabulary"),
 )
+# A statistic of each row of logits or probabilities (``max_logits``, ``logits_lse``): one value
+# per row, not the vocabulary.
+_STATISTIC_WORDS = {"max", "min", "sum", "lse", "mean", "argmax", "argmin", "logsumexp"}
 # A KV cache, however a kernel spells it (``k_cache``, ``KCache``, ``K_Buffer``,
 # ``kv_pool``, ``kv_c_and_k_pe_cache``): a word for keys or values first or just before a word
 # for a store (not ``index_k_rope_cos_sin_cache``, a table of positions).
@@ -116,26 +119,29 @@ class Envelope:
                 return pointee
         return None
 
-    def reach(self, file, kernel, argument, arguments=()):
+    def reach(self, file, kernel, argument, arguments=(), divided=False):
         """The ``Reach`` of pointer argument ``argument`` of ``kernel`` in ``file`` (whose
         arguments are ``arguments``): the team's patterns, then the built-in ones, then a KV
         cache by its words, then an activation as the kernel makes it."""
         qualified = f"{Path(file).as_posix()}:{kernel}:{argument}"
-        for pattern, shape, what in list(self.tensors) + list(DEFAULT_TENSORS):
+        statistic = bool(words(argument) & _STATISTIC_WORDS)
+        for pattern, shape, what in list(self.tensors) + [
+                entry for entry in DEFAULT_TENSORS if not statistic]:
             subject = qualified if ":" in pattern else argument
             if fnmatch.fnmatchcase(subject.lower(), pattern.lower()) or ":" in pattern and \
                     fnmatch.fnmatchcase(subject.lower(), "*" + pattern.lower()):
                 return Reach(argument, shape, what, self.size(shape))
         if _is_kv_cache(argument):
             return Reach(argument, *KV_CACHE, self.size(KV_CACHE[0]))
-        return self.activation(argument, file, kernel, arguments)
+        return self.activation(argument, file, kernel, arguments, divided)
 
-    def activation(self, tensor, file="", kernel="", arguments=()):
+    def activation(self, tensor, file="", kernel="", arguments=(), divided=False):
         """The ``Reach`` of a tensor no pattern names: an activation, ``[tokens, hidden]``
         unless the kernel's name says it is a mixture of experts' (and the tensor is no index
-        table) or a gated MLP's (an activation and a multiply)."""
+        table, nor indexed by a row divided first, ``token // top_k``: that row is a token's)
+        or a gated MLP's (an activation and a multiply)."""
         kernel_words, small = words(kernel), bool(words(tensor) & _TABLE_WORDS)
-        if kernel_words & _MOE_WORDS and not small:
+        if kernel_words & _MOE_WORDS and not small and not divided:
             shape, what = MOE_ACTIVATIONS
         elif (kernel_words & _GATE_WORDS and "mul" in kernel_words or
               kernel_words & {"swiglu", "geglu"}) and not small:
@@ -323,8 +329,8 @@ def judged(finding, envelope, shown_file, arguments=()):
     runs_over_rows = finding.grows and not finding.scaled
     # A product no argument names (an address from a table of addresses) is an activation:
     # the kernel's name says what its tensors are, not what such an address points to.
-    reaches = [envelope.reach(shown_file, finding.kernel, tensor, arguments) for tensor in
-               finding.tensors] or [envelope.activation(_UNNAMED)]
+    reaches = [envelope.reach(shown_file, finding.kernel, tensor, arguments, finding.divided)
+               for tensor in finding.tensors] or [envelope.activation(_UNNAMED)]
     widest = max(reaches, key=lambda r: r.elements)
     said = (f"`{widest.tensor}` ({widest.what}, {widest.shape}) holds at most "
             f"{widest.elements:,} elements in the envelope")

@@ -80,6 +80,11 @@ class Levels:
             return False
         return any(self._runs_over_rows(value) for value in op.operands[:2])
 
+    def divided(self, op):
+        """Whether a side of the product is a quotient (``token // top_k``)."""
+        return any((producer := self._through_casts(value)) is not None and
+                   producer.name in DIVISIONS for value in op.operands[:2])
+
     def grows_by_workload(self, op):
         """Whether a product runs over rows through the workload itself (``program_id(0)``, a
         loaded index, a loop over the programs), not only through a tile on grid axis 1 or 2."""
@@ -124,6 +129,9 @@ class Levels:
         kinds = {origin.kind for origin in origins}
         if kinds & {"loaded value", "atomic result"}:
             return True
+        interval = self.static.interval(value)
+        if interval is not None and max(abs(interval[0]), abs(interval[1])) <= GRID_AXIS_LIMIT:
+            return False  # bounded by the kernel's own numbers (``pid % SPLIT_K * BLOCK_K``)
         axes = {origin.name for origin in origins if origin.kind == "program id"}
         if "0" in axes and not self.persistent:
             return True
