@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+LINT_TIMEOUT = 600  # seconds one file's lint may take before it counts as not answered
 
 
 def main(argv=None):
@@ -41,17 +42,20 @@ def main(argv=None):
                         help="lints run at once (default: all cores)")
     parser.add_argument("--misses", action="store_true", help="list each fixed site not at "
                         "error, and each other product at error, under the table")
+    parser.add_argument("--timeout", type=int, default=LINT_TIMEOUT, help="seconds one "
+                        f"file's lint may take (default {LINT_TIMEOUT})")
     args = parser.parse_args(argv)
     pairs = [pair for pair in json.loads((HERE / "fixes.json").read_text())["pairs"]
              if not args.repo or pair["repo"] in args.repo]
     totals = dict.fromkeys(("fixed", "hit", "residual", "residual_hit", "bounded",
                             "bounded_error", "not_checked", "clean", "clean_exit_0",
                             "invalid_json"), 0)
+    totals["fixes"], totals["fixes_caught"] = set(), set()
     print("| pair | fixed sites at error before | residuals at error after | other products "
           "at error after | exit after | not checked |")
     print("|---|---|---|---|---|---|")
-    sides = [_write_pair(pair, args.repos, args.corpus) for pair in pairs]
-    jobs = [(path, args.no_exec, _envelope(pair) if args.envelopes else None)
+    sides = [_write_pair(pair, args.repos, args.corpus.resolve()) for pair in pairs]
+    jobs = [(path, args.no_exec, _envelope(pair) if args.envelopes else None, args.timeout)
             for pair, pair_sides in zip(pairs, sides) for path in pair_sides]
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:  # each lint is a process of its own
         linted = list(pool.map(lambda job: _lint(*job), jobs))
@@ -60,8 +64,8 @@ def main(argv=None):
         (_, report_before), (code_after, report_after) = linted[2 * index:2 * index + 2]
         if report_before is None or report_after is None:
             totals["invalid_json"] += 1
-            print(f"| {pair['repo']} {pair['path']} | lint printed something that is not JSON "
-                  f"|||||")
+            print(f"| {pair['repo']} {pair['path']} | no JSON report (a crash, or past "
+                  f"{args.timeout} s) |||||")
             continue
         row = _score(pair, report_before, report_after, code_after, totals, misses)
         print("| " + " | ".join(row) + " |")
@@ -77,19 +81,22 @@ def _write_pair(pair, repos, corpus):
     candidates = (repos / owner / name, repos / f"{owner}+{name}",
                   repos / f"{owner}+{name}" / "repo")
     clone = next((p for p in candidates if (p / "HEAD").exists() or (p / ".git").exists()), None)
-    if clone is None:
+    if clone is None and not all(path.exists() for path in _sides(pair, corpus)):
         sys.exit(f"no clone of {pair['repo']} under {repos}")
-    return write_sides(pair, _git_dir(clone), corpus)
+    return write_sides(pair, clone and _git_dir(clone), corpus)
+
+
+def _sides(pair, corpus):
+    owner, name = pair["repo"].split("/")
+    folder = corpus / f"{owner}__{name}" / pair["fix_commit"][:10]
+    return [folder / side / Path(pair["path"]).name for side in ("before", "after")]
 
 
 def write_sides(pair, git_dir, corpus):
     """The pair's file before and after the fix, written under ``corpus`` from ``git_dir``
     (once: a file already there is kept)."""
-    owner, name = pair["repo"].split("/")
     files = []
-    for side, commit in (("before", pair["parent_commit"]), ("after", pair["fix_commit"])):
-        target = corpus / f"{owner}__{name}" / pair["fix_commit"][:10] / side / \
-            Path(pair["path"]).name
+    for target, commit in zip(_sides(pair, corpus), (pair["parent_commit"], pair["fix_commit"])):
         if not target.exists():
             shown = subprocess.run(["git", f"--git-dir={git_dir}", "show",
                                     f"{commit}:{pair['path']}"], capture_output=True)
@@ -107,17 +114,23 @@ def _git_dir(clone):
 
 
 def _envelope(pair):
-    """The repository's envelope here, else that of its whole tree (``ci/real_trees``)."""
+    """The repository's envelope here, else that of its whole tree (``ci/real_trees``), else
+    the preset the pair names (``serving`` or ``training``: what its library does)."""
     path = HERE / "envelopes" / (pair["repo"].replace("/", "+") + ".toml")
     tree = HERE.parent / "real_trees" / pair["repo"].split("/")[1].lower() / "envelope.toml"
-    return path if path.exists() else tree if tree.exists() else None
+    return path if path.exists() else tree if tree.exists() else pair.get("envelope")
 
 
-def _lint(path, no_exec, envelope=None):
+def _lint(path, no_exec, envelope=None, timeout=LINT_TIMEOUT):
     command = [sys.executable, "-m", "triton_overflow", "lint", "--format", "json", str(path)]
     command += ["--envelope", str(envelope)] if envelope else ["--no-envelope"]
-    done = subprocess.run(command + (["--no-exec"] if no_exec else []), capture_output=True,
-                          text=True, cwd=path.parent)
+    try:
+        done = subprocess.run(command + (["--no-exec"] if no_exec else []),
+                              capture_output=True, text=True, cwd=path.parent,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, None
+
     try:
         return done.returncode, json.loads(done.stdout)
     except json.JSONDecodeError:
@@ -141,6 +154,9 @@ def _errors_on(report, line, product=None):
 def _score(pair, before, after, code_after, totals, misses):
     fixed = pair["fixed_sites"]
     hit = [s for s in fixed if _errors_on(before, s["before_line"])]
+    totals["fixes"].add(pair["fix_commit"])
+    if hit:
+        totals["fixes_caught"].add(pair["fix_commit"])
     name = f"{pair['repo']} {pair['fix_commit'][:8]} {Path(pair['path']).name}"
     for site in fixed:
         if site not in hit:
@@ -172,6 +188,8 @@ def _summary(totals):
         return f"{part}/{whole} ({100 * part / whole:.1f}%)" if whole else "0/0"
     print()
     print(f"fixed sites at error before the fix: {share(totals['hit'], totals['fixed'])}")
+    print(f"fixes with a fixed site at error before them: "
+          f"{share(len(totals['fixes_caught']), len(totals['fixes']))}")
     print(f"residual products at error after it: "
           f"{share(totals['residual_hit'], totals['residual'])}")
     print(f"other products of the fixed files at error: "
