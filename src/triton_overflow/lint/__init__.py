@@ -134,9 +134,7 @@ def _check_kernel(kernel, facts, verify_fixes, envelope, returning="its first ar
         graph = build_graph(module, context, _arguments(kernel.jit, variant_types))
         found = find_products(graph, kernel.name, facts)
         if envelope is not None and facts is None:
-            arguments = [parameter.name for parameter in kernel.jit.params]
-            found = [judged(finding, envelope, _shown_file(finding.file), arguments)
-                     for finding in found]
+            found = [judged(finding, envelope, _shown_file(finding.file)) for finding in found]
         products = [finding.product for finding in found]
         for finding in found:
             if _worse(finding, findings.get(finding.key)):

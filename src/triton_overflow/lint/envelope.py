@@ -119,9 +119,9 @@ class Envelope:
                 return pointee
         return None
 
-    def reach(self, file, kernel, argument, arguments=(), divided=False):
-        """The ``Reach`` of pointer argument ``argument`` of ``kernel`` in ``file`` (whose
-        arguments are ``arguments``): the team's patterns, then the built-in ones, then a KV
+    def reach(self, file, kernel, argument, divided=False):
+        """The ``Reach`` of pointer argument ``argument`` of ``kernel`` in ``file``, indexed by
+        a row ``divided`` first or not: the team's patterns, then the built-in ones, then a KV
         cache by its words, then an activation as the kernel makes it."""
         qualified = f"{Path(file).as_posix()}:{kernel}:{argument}"
         statistic = bool(words(argument) & _STATISTIC_WORDS)
@@ -133,9 +133,9 @@ class Envelope:
                 return Reach(argument, shape, what, self.size(shape))
         if _is_kv_cache(argument):
             return Reach(argument, *KV_CACHE, self.size(KV_CACHE[0]))
-        return self.activation(argument, file, kernel, arguments, divided)
+        return self.activation(argument, kernel, divided)
 
-    def activation(self, tensor, file="", kernel="", arguments=(), divided=False):
+    def activation(self, tensor, kernel="", divided=False):
         """The ``Reach`` of a tensor no pattern names: an activation, ``[tokens, hidden]``
         unless the kernel's name says it is a mixture of experts' (and the tensor is no index
         table, nor indexed by a row divided first, ``token // top_k``: that row is a token's)
@@ -316,7 +316,7 @@ def _parse(table, source):
     return envelope
 
 
-def judged(finding, envelope, shown_file, arguments=()):
+def judged(finding, envelope, shown_file):
     """``finding`` with the level its tensors' reach in ``envelope`` gives (patterns match
     ``shown_file``, its file as the user names it). An ``error`` needs both a tensor that can
     pass 2**31 elements and a product that runs over its rows (``finding.grows``) into the
@@ -329,7 +329,7 @@ def judged(finding, envelope, shown_file, arguments=()):
     runs_over_rows = finding.grows and not finding.scaled
     # A product no argument names (an address from a table of addresses) is an activation:
     # the kernel's name says what its tensors are, not what such an address points to.
-    reaches = [envelope.reach(shown_file, finding.kernel, tensor, arguments, finding.divided)
+    reaches = [envelope.reach(shown_file, finding.kernel, tensor, finding.divided)
                for tensor in finding.tensors] or [envelope.activation(_UNNAMED)]
     widest = max(reaches, key=lambda r: r.elements)
     said = (f"`{widest.tensor}` ({widest.what}, {widest.shape}) holds at most "

@@ -88,18 +88,8 @@ class Levels:
     def grows_by_workload(self, op):
         """Whether a product runs over rows through the workload itself (``program_id(0)``, a
         loaded index, a loop over the programs), not only through a tile on grid axis 1 or 2."""
-        if not self.grows(op):
-            return False
-        for value in op.operands[:2]:
-            if self._inner_coordinate(self._beneath_bounded(value)):
-                continue
-            origins = self.flow.origins(value)
-            axes = {origin.name for origin in origins if origin.kind == "program id"}
-            if {origin.kind for origin in origins} & {"loaded value", "atomic result"} or \
-                    "0" in axes and not self.persistent or \
-                    not axes and self.side(value)[0] == WORKLOAD:
-                return True
-        return False
+        return self._at_most_dividend(op) is None and \
+            any(self._runs_over_rows(value, tiles=False) for value in op.operands[:2])
 
     def _at_most_dividend(self, op):
         """The dividend ``a`` of a product ``(a // (b * c)) * b``: the first program of a
@@ -118,13 +108,15 @@ class Levels:
             return self._factors(op.operands[0]) | self._factors(op.operands[1])
         return {self._root(value)}
 
-    def _runs_over_rows(self, value):
+    def _runs_over_rows(self, value, tiles=True):
+        """Whether ``value`` runs over the rows of what it indexes; with ``tiles`` false, only
+        through the workload itself, not through a tile on grid axis 1 or 2."""
         if self._inner_coordinate(self._beneath_bounded(value)):
             return False
         op = self._through_casts(value)
         if op is not None and op.name in ("arith.muli", "arith.shli") and \
                 any(self._inner_coordinate(factor) for factor in op.operands[:2]):
-            return any(self._runs_over_rows(factor) for factor in op.operands[:2])
+            return any(self._runs_over_rows(factor, tiles) for factor in op.operands[:2])
         origins = self.flow.origins(value)
         kinds = {origin.kind for origin in origins}
         if kinds & {"loaded value", "atomic result"}:
@@ -135,9 +127,8 @@ class Levels:
         axes = {origin.name for origin in origins if origin.kind == "program id"}
         if "0" in axes and not self.persistent:
             return True
-        if axes:
-            interval = self.static.interval(value)
-            return interval is None or max(abs(interval[0]), abs(interval[1])) > GRID_AXIS_LIMIT
+        if axes:  # past what grid axis 1 or 2 holds alone: a tile of rows (``pid_m * BLOCK_M``)
+            return tiles
         return self.side(value)[0] == WORKLOAD
 
     # --- one side ----------------------------------------------------------------------
