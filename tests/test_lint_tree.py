@@ -264,6 +264,20 @@ def rows_kernel(x_ptr, stride, n):
 """
 
 
+def test_an_engines_own_program_id_is_read_as_a_program_id(tmp_path):
+    """``tle.program_id(0)`` from an engine not installed asks what ``tl.program_id(0)`` asks:
+    the row it gives grows with the grid (not the axis number a value-only stand-in would
+    return), and the report says how it was read."""
+    (tmp_path / "kernels.py").write_text(THROUGH_AN_EXTENSION_MODULE)
+    report = _report(run_lint("kernels.py", "--format", "json", "--no-envelope", cwd=tmp_path))
+    [kernel] = report["kernels"]
+    by_product = {f["product"]: f for f in kernel["findings"]}
+    assert by_product["row * stride"]["level"] == "error", by_product
+    assert "program_id(0)" in by_product["row * stride"]["why"]
+    assert any("`tle.program_id` could not be loaded: checked as returning what Triton's "
+               "function of its name returns" in note for note in report["notes"]), report
+
+
 DEFINED_WHEN_CALLED = """
 def _kernels():
     import triton

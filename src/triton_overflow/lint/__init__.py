@@ -157,10 +157,17 @@ def _check_kernel(kernel, facts, verify_fixes, envelope, returning="its first ar
                                                            facts)}
     result.findings = sorted(_with_stand_ins(findings.values(), kernel),
                              key=lambda f: (f.file, f.line, f.product))
-    if kernel.standins:
-        names = ", ".join(f"`{name}`" for name in kernel.standins)
+    from triton_overflow.lint import standins
+    grid_queries = [name for name in kernel.standins if standins.is_grid_query(name)]
+    values_only = [name for name in kernel.standins if name not in grid_queries]
+    if values_only:
+        names = ", ".join(f"`{name}`" for name in values_only)
         result.notes.append(f"{names} could not be loaded: checked with a value-only stand-in "
                             f"that returns {returning}")
+    if grid_queries:
+        names = ", ".join(f"`{name}`" for name in grid_queries)
+        result.notes.append(f"{names} could not be loaded: checked as returning "
+                            f"{standins.GRID_QUERY_RESULT}")
     return result
 
 

@@ -6,7 +6,9 @@ name such an import would bind is a ``StandIn``: an object any expression can us
 take an attribute, unpack it, spread it as ``**kwargs``) without failing. Before a kernel is
 compiled, every stand-in it calls (``fast_tanh(x)``, ``engine_math.rsqrt(x)``) is replaced by a
 generated jit helper that returns its first argument unchanged: a value-only helper, which
-forms no address. A finding that depends on one says so.
+forms no address. An engine's own wrapper of a grid query (``tle.program_id(0)``) is the Triton
+function of its name instead, int32 as Triton gives it: a wrapper that widens it can only be
+seen where it loads. A finding that depends on one says so.
 """
 
 import ast
@@ -110,6 +112,16 @@ def replace_called(jit_functions, namespace):
         helper = _value_helper(path, positional, sorted(keywords), results)
         _assign(namespace, path, helper)
     return sorted(calls)
+
+
+# Triton's grid queries: a stand-in of one of these names (an engine's ``program_id`` wrapper)
+# asks the same question of the grid.
+GRID_QUERIES = ("program_id", "num_programs")
+GRID_QUERY_RESULT = "what Triton's function of its name returns (an int32 index)"
+
+
+def is_grid_query(path):
+    return path.rsplit(".", 1)[-1] in GRID_QUERIES
 
 
 # What a stand-in that reduces returns: a scalar that still depends on its first argument
@@ -238,6 +250,9 @@ def _value_helper(path, positional, keywords, results, scalar=False):
     name = "stand_in_" + path.replace(".", "_")
     params = [f"a{i}" for i in range(positional)] + [k for k in keywords]
     returned = "scalar" if scalar else params[0] if params else "0"
+    if is_grid_query(path) and params:
+        axis = "axis" if "axis" in keywords and not positional else params[0]
+        returned = f"tl.{path.rsplit('.', 1)[-1]}({axis})"
     value = returned if results == 1 else "(" + ", ".join([returned] * results) + ")"
     signature = ", ".join(params[:1] + [f"{p}=None" for p in params[1:]])
     body = _SCALAR_BODY if scalar else ""
