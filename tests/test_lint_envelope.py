@@ -179,6 +179,7 @@ def test_a_team_names_its_own_large_tensors(kernel, tmp_path):
     ("[envelope]\n[envelope.tensors]\n'x' = 'rows * cols'\n", "names `rows`"),
     ("[envelope\n", "not valid TOML"),
     ("[other]\n", "has no [envelope]"),
+    ("[envelope]\npreset = 'inference'\n", "one of serving, training"),
 ])
 def test_an_unreadable_envelope_is_a_usage_error(kernel, tmp_path, text, message):
     (tmp_path / "bad.toml").write_text(text)
@@ -192,6 +193,58 @@ def test_top_ranks_findings_by_how_far_past_2_31_they_reach(kernel, tmp_path):
     shown = [line for line in done.stdout.splitlines() if ": error: " in line
              or ": warning: " in line]
     assert len(shown) == 1 and "stride_logits" in shown[0], done.stdout
+
+
+def test_a_training_library_has_a_row_of_logits_per_token(tmp_path):
+    """Serving samples a row per request and draft; training scores every token of the batch,
+    so its logits pass 2**31 at a few thousand tokens, and a file may start from that preset."""
+    serving = envelope.preset("serving").reach("loss.py", "ce_kernel", "logits_ptr")
+    assert serving.shape == "requests * (drafts + 1) * vocab"
+    training = envelope.preset("training").reach("loss.py", "ce_kernel", "logits_ptr")
+    assert training.shape == "tokens * vocab" and training.passes
+    (tmp_path / "team.toml").write_text("[envelope]\npreset = 'training'\nvocab = 32000\n")
+    team = envelope.load(tmp_path / "team.toml")
+    assert team.dimensions["tokens"] == 2**20 and team.dimensions["vocab"] == 32000
+    assert team.reach("loss.py", "ce_kernel", "dlogits_ptr").elements == 2**20 * 32000
+    assert team.passes_at("tokens * vocab") == "tokens = 67,109"
+
+
+BATCHES_ON_AXIS_1 = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def attention_kernel(q_ptr, o_ptr, k_cache_ptr, stride_qb, stride_qh, stride_ob, stride_kh,
+                     H, BLOCK: tl.constexpr = 128):
+    off_hz = tl.program_id(1)
+    batch = off_hz // H
+    head = off_hz % H
+    cols = tl.arange(0, BLOCK)
+    tl.store(q_ptr + batch * stride_qb + head * stride_qh + cols, 1.0)
+    tl.store(k_cache_ptr + off_hz * stride_kh + cols, 1.0)
+    bid = tl.program_id(2)
+    tl.store(o_ptr + bid * stride_ob + cols, 1.0)
+'''
+
+
+@pytest.mark.parametrize("preset, level", [("training", "error"), ("serving", "warning")])
+def test_a_batch_on_grid_axis_1_runs_over_activations_where_one_sequence_passes_2_31(
+        tmp_path, preset, level):
+    """A training step holds one sequence's activations past 2**31 (131,072 x 16,384): a batch
+    index on grid axis 1 times its stride runs over them. A serving step holds at most 2**30,
+    the split's inner part (a head beside its batch) never does, nor a head into a KV cache,
+    whose pages come first."""
+    (tmp_path / "attention.py").write_text(BATCHES_ON_AXIS_1)
+    levels = _levels(run_lint("attention.py", "--format", "json", "--envelope", preset,
+                              cwd=tmp_path))
+    level_of = {product: found[0] for (_, product), found in levels.items()}
+    assert level_of["bid * stride_ob"] == level, levels
+    assert level_of["head * stride_qh"] == "warning", levels
+    assert level_of["off_hz * stride_kh"] == "warning", levels
+    if level == "error":
+        assert "one sequence's activations pass 2**31" in \
+            levels[(16, "bid * stride_ob")][1], levels
 
 
 def test_where_a_shape_passes_2_31_is_said_in_the_envelope_units():
@@ -346,7 +399,16 @@ def test_a_tile_on_grid_axis_1_beside_the_row_is_a_column(tmp_path):
     assert level == "warning", why
 
 
-@pytest.mark.parametrize("name, what", [("logits_ptr", "logits"), ("max_logits", "an activation"),
-                                        ("probs_lse", "an activation")])
-def test_a_statistic_of_each_row_of_logits_is_not_the_logits(name, what):
-    assert envelope.preset("serving").reach("ops.py", "kernel", name).what == what
+@pytest.mark.parametrize("name, what", [
+    ("logits_ptr", envelope.TRAINING_TENSORS[1][2]), ("max_logits", envelope.STATISTICS[1]),
+    ("probs_lse", envelope.STATISTICS[1]), ("Rstd", envelope.STATISTICS[1]),
+    ("x_scale_ptr", envelope.SCALES[1]), ("a_sf", envelope.SCALES[1]),
+    ("x_ptr", "an activation")])
+def test_a_statistic_of_each_row_or_a_scale_is_smaller_than_what_it_describes(name, what):
+    """A per-row statistic (a norm's ``Rstd``, a row's ``max_logits``) holds a value per token
+    and head, a scale one per group of values: below 2**31 even where a training step's
+    activations are not."""
+    training = envelope.preset("training")
+    found = training.reach("ops.py", "kernel", name)
+    assert found.what == what
+    assert found.passes == (what in (envelope.TRAINING_TENSORS[1][2], "an activation"))

@@ -54,6 +54,7 @@ class Finding:
     grows: bool = field(default=False, compare=False)  # scales with the rows it indexes
     scaled: bool = field(default=False, compare=False)  # multiplied again before the address
     divided: bool = field(default=False, compare=False)  # a side is a quotient (token // top_k)
+    outer: bool = field(default=False, compare=False)  # a batch or head on grid axis 1 or 2
     reach: int | None = field(default=None, compare=False)  # elements its tensor can hold
     rule: type[Rule] = field(default=OffsetProduct, compare=False)
 
@@ -110,7 +111,8 @@ def find_products(graph, kernel_name, ranges_env=None):
             finding = replace(finding, tensors=tuple(sorted(tensors.get(index, ()))),
                               grows=levels.grows(op) and index not in inner,
                               scaled=index not in direct_products,
-                              divided=levels.divided(op))
+                              divided=levels.divided(op),
+                              outer=levels.outer_on_grid(op) and index not in inner)
             if index in inner and finding.level == ERROR and ranges is None:
                 finding = replace(finding, level=WARNING, why=f"{finding.why}; but it indexes "
                                   f"an inner dimension: it sits beside a row already widened "

@@ -34,18 +34,31 @@ from pathlib import Path
 INT32_LIMIT = 2**31
 
 SERVING_DIMENSIONS = {"tokens": 65_536, "requests": 1_024, "context": 2**21, "vocab": 262_144,
-                      "hidden": 16_384, "intermediate": 53_248, "drafts": 15, "pages": 2**20,
-                      "page_size": 16, "topk": 8}
+                      "hidden": 16_384, "intermediate": 53_248, "heads": 128, "drafts": 15,
+                      "pages": 2**20, "page_size": 16, "topk": 8}
 
-# (pattern over the pointer argument's name, shape, what it is); first match wins.
+# (pattern over the pointer argument's name, shape, what it is); first match wins. A serving
+# engine has a row of logits per sampled position (each request and its drafts); a training
+# library one per token of the batch.
 DEFAULT_TENSORS = (
     ("*bitmask*", "requests * (drafts + 1) * vocab / 32", "a bitmask over the vocabulary"),
     ("*logit*", "requests * (drafts + 1) * vocab", "logits"),
     ("*prob*", "requests * (drafts + 1) * vocab", "probabilities over the vocabulary"),
 )
-# A statistic of each row of logits or probabilities (``max_logits``, ``logits_lse``): one value
-# per row, not the vocabulary.
-_STATISTIC_WORDS = {"max", "min", "sum", "lse", "mean", "argmax", "argmin", "logsumexp"}
+TRAINING_TENSORS = (
+    ("*bitmask*", "tokens * vocab / 32", "a bitmask over the vocabulary"),
+    ("*logit*", "tokens * vocab", "logits, a row per token"),
+    ("*prob*", "tokens * vocab", "probabilities over the vocabulary, a row per token"),
+)
+# A statistic of each row (``max_logits``, ``logits_lse``, a norm's ``Mean`` and ``Rstd``): one
+# value per row, a token's or a token's head's, not the vocabulary nor the hidden width.
+_STATISTIC_WORDS = {"max", "min", "sum", "lse", "mean", "argmax", "argmin", "logsumexp",
+                    "rstd", "std", "var"}
+STATISTICS = ("tokens * heads", "a statistic of each row (a token's, or a token's head's)")
+# A scale per group of values (``x_scale``, ``a_sf``): at least 16 values to a scale (NVFP4's
+# group; MXFP8's is 32, a 1x128 block's 128).
+_SCALE_WORDS = {"scale", "sf"}
+SCALES = ("tokens * hidden / 16", "a scale per group of at least 16 values")
 # A KV cache, however a kernel spells it (``k_cache``, ``KCache``, ``K_Buffer``,
 # ``kv_pool``, ``kv_c_and_k_pe_cache``): a word for keys or values first or just before a word
 # for a store (not ``index_k_rope_cos_sin_cache``, a table of positions).
@@ -66,12 +79,15 @@ _TABLE_WORDS = {"id", "ids", "idx", "index", "indice", "topk", "loc", "offset", 
 GATED_ACTIVATIONS = ("tokens * 2 * intermediate", "a gated MLP's activation (gate and up)")
 _GATE_WORDS = {"silu", "gelu", "swiglu", "geglu", "swish", "act", "activation"}
 ACTIVATIONS = ("tokens * hidden", "an activation")
-# Envelopes by name, for ``--envelope NAME``: what they are, and their dimensions beyond the
-# serving ones. ``serving`` is the default; ``none`` (no envelope) lets the shape decide.
+_ACTIVATION_KINDS = {ACTIVATIONS[1], MOE_ACTIVATIONS[1], GATED_ACTIVATIONS[1]}
+# Envelopes by name, for ``--envelope NAME`` or ``preset = "NAME"`` in a file: what they are,
+# their dimensions beyond the serving ones, and their built-in tensors. ``serving`` is the
+# default; ``none`` (no envelope) lets the shape decide.
 PRESETS = {
-    "serving": ("a serving engine at its largest", {}),
+    "serving": ("a serving engine at its largest", {}, DEFAULT_TENSORS),
     "training": ("a training library at its largest (tokens: batch x sequence; requests: "
-                 "sequences)", {"tokens": 2**20, "requests": 64, "context": 2**17}),
+                 "sequences)", {"tokens": 2**20, "requests": 64, "context": 2**17},
+                 TRAINING_TENSORS),
 }
 DEFAULT_PRESET = "serving"
 SHAPE_ALONE = "none"
@@ -111,6 +127,7 @@ class Envelope:
     tensors: list = field(default_factory=list)  # (pattern, shape, what), the team's first
     source: str = "the envelope"
     pointees: list = field(default_factory=list)  # (pattern, Triton type): element types
+    builtin: tuple = DEFAULT_TENSORS  # the preset's tensors, after the team's
 
     def pointee(self, argument):
         """The element type the envelope gives pointer argument ``argument``, or None."""
@@ -122,17 +139,22 @@ class Envelope:
     def reach(self, file, kernel, argument, divided=False):
         """The ``Reach`` of pointer argument ``argument`` of ``kernel`` in ``file``, indexed by
         a row ``divided`` first or not: the team's patterns, then the built-in ones, then a KV
-        cache by its words, then an activation as the kernel makes it."""
+        cache, a statistic of each row or a scale by its words, then an activation as the
+        kernel makes it."""
         qualified = f"{Path(file).as_posix()}:{kernel}:{argument}"
         statistic = bool(words(argument) & _STATISTIC_WORDS)
         for pattern, shape, what in list(self.tensors) + [
-                entry for entry in DEFAULT_TENSORS if not statistic]:
+                entry for entry in self.builtin if not statistic]:
             subject = qualified if ":" in pattern else argument
             if fnmatch.fnmatchcase(subject.lower(), pattern.lower()) or ":" in pattern and \
                     fnmatch.fnmatchcase(subject.lower(), "*" + pattern.lower()):
                 return Reach(argument, shape, what, self.size(shape))
         if _is_kv_cache(argument):
             return Reach(argument, *KV_CACHE, self.size(KV_CACHE[0]))
+        if statistic:
+            return Reach(argument, *STATISTICS, self.size(STATISTICS[0]))
+        if words(argument) & _SCALE_WORDS:
+            return Reach(argument, *SCALES, self.size(SCALES[0]))
         return self.activation(argument, kernel, divided)
 
     def activation(self, tensor, kernel="", divided=False):
@@ -149,6 +171,12 @@ class Envelope:
         else:
             shape, what = ACTIVATIONS
         return Reach(tensor, shape, what, self.size(shape))
+
+    def one_sequence(self):
+        """The elements of one sequence's activations in one step: where they pass 2**31,
+        a batch or head index times its stride can too."""
+        dimensions = self.dimensions
+        return min(dimensions["tokens"], dimensions["context"]) * dimensions["hidden"]
 
     def size(self, shape):
         return int(_evaluate(ast.parse(shape, mode="eval").body, self.dimensions, shape))
@@ -231,10 +259,11 @@ def chosen(given=None, shape_alone=False, start=None):
 
 def preset(name):
     """The built-in envelope ``name`` (``PRESETS``)."""
-    what, dimensions = PRESETS[name]
+    what, dimensions, builtin = PRESETS[name]
     dimensions = {**SERVING_DIMENSIONS, **dimensions}
     shown = ", ".join(f"{dimension} {value:,}" for dimension, value in dimensions.items())
-    return Envelope(dimensions, source=f"the `{name}` envelope ({what}: {shown})")
+    return Envelope(dimensions, source=f"the `{name}` envelope ({what}: {shown})",
+                    builtin=builtin)
 
 
 def load(path=None, start=None):
@@ -292,9 +321,14 @@ def _parse(table, source):
     if not isinstance(tensors_table, dict):
         raise EnvelopeError(f"`tensors` of the envelope in {source} must be a table of "
                             f"pattern = \"shape\"")
-    dimensions = dict(SERVING_DIMENSIONS)
+    base = table.get("preset", DEFAULT_PRESET)
+    if not isinstance(base, str) or base not in PRESETS:
+        raise EnvelopeError(f"`preset` of the envelope in {source} is {base!r}: one of "
+                            f"{', '.join(PRESETS)}")
+    _, preset_dimensions, builtin = PRESETS[base]
+    dimensions = {**SERVING_DIMENSIONS, **preset_dimensions}
     for name, value in table.items():
-        if name in ("tensors", "dtypes"):
+        if name in ("tensors", "dtypes", "preset"):
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise EnvelopeError(f"dimension `{name}` of the envelope in {source} must be a "
@@ -310,7 +344,7 @@ def _parse(table, source):
             raise EnvelopeError(f"tensor `{pattern}` of the envelope in {source} needs a shape "
                                 f"such as \"requests * context\"")
         tensors.append((pattern, shape, what))
-    envelope = Envelope(dimensions, tensors, source, pointees)
+    envelope = Envelope(dimensions, tensors, source, pointees, builtin)
     for _, shape, _ in tensors:
         envelope.size(shape)  # every shape readable now, not halfway through a run
     return envelope
@@ -334,6 +368,14 @@ def judged(finding, envelope, shown_file):
     widest = max(reaches, key=lambda r: r.elements)
     said = (f"`{widest.tensor}` ({widest.what}, {widest.shape}) holds at most "
             f"{widest.elements:,} elements in the envelope")
+    sequence = envelope.one_sequence()
+    if finding.outer and not finding.scaled and not runs_over_rows and \
+            widest.what in _ACTIVATION_KINDS and sequence >= INT32_LIMIT:
+        return replace(finding, level=ERROR, reach=widest.elements, why=(
+            f"{finding.why}; a batch or head on grid axis 1 or 2 times a stride runs over "
+            f"`{widest.tensor}` ({widest.what}) where its layout puts that index first, and "
+            f"one sequence's activations pass 2**31 in the envelope (min(tokens, context) * "
+            f"hidden = {sequence:,})"))
     if widest.passes and runs_over_rows:
         at = envelope.passes_at(widest.shape)
         where = f"; it passes 2**31 at {at}" if at else ""

@@ -80,6 +80,18 @@ class Levels:
             return False
         return any(self._runs_over_rows(value) for value in op.operands[:2])
 
+    def outer_on_grid(self, op):
+        """Whether a product is an index on grid axis 1 or 2 (a batch, a head: ``bid``,
+        ``off_hz // H``) times an int argument (a stride): it runs over the rows of what it
+        indexes where the layout puts that index outermost (``[batch, seq, ...]``,
+        ``[batch x heads, seq, dim]``), which the kernel alone does not show. The inner part of
+        an index the kernel splits (``off_hz % H``) is not one."""
+        for index, stride in (op.operands[:2], op.operands[1::-1]):
+            if self._grid_index(index) and not self._inner_coordinate(index) and \
+                    {o.kind for o in self.flow.origins(stride)} == {"int argument"}:
+                return True
+        return False
+
     def divided(self, op):
         """Whether a side of the product is a quotient (``token // top_k``)."""
         return any((producer := self._through_casts(value)) is not None and
