@@ -76,20 +76,30 @@ def main(argv=None):
     return 0
 
 
-def _write_pair(pair, repos, corpus):
-    owner, name = pair["repo"].split("/")
+def clone_of(repo, repos):
+    """The clone of ``repo`` (``OWNER/NAME``) under ``repos``, or None."""
+    owner, name = repo.split("/")
     candidates = (repos / owner / name, repos / f"{owner}+{name}",
                   repos / f"{owner}+{name}" / "repo")
-    clone = next((p for p in candidates if (p / "HEAD").exists() or (p / ".git").exists()), None)
+    return next((p for p in candidates if (p / "HEAD").exists() or (p / ".git").exists()), None)
+
+
+def _write_pair(pair, repos, corpus):
+    clone = clone_of(pair["repo"], repos)
     if clone is None and not all(path.exists() for path in _sides(pair, corpus)):
         sys.exit(f"no clone of {pair['repo']} under {repos}")
     return write_sides(pair, clone and _git_dir(clone), corpus)
 
 
 def _sides(pair, corpus):
+    """Where the pair's files go: by repository, fix and the file's folder (one fix may touch
+    two files of one name), each under its own name (a kernel file's name matters to Python:
+    ``triton.py``)."""
     owner, name = pair["repo"].split("/")
-    folder = corpus / f"{owner}__{name}" / pair["fix_commit"][:10]
-    return [folder / side / Path(pair["path"]).name for side in ("before", "after")]
+    path = Path(pair["path"])
+    folder = corpus / f"{owner}__{name}" / pair["fix_commit"][:10] / (
+        "__".join(path.parent.parts) or "_")
+    return [folder / side / path.name for side in ("before", "after")]
 
 
 def write_sides(pair, git_dir, corpus):
