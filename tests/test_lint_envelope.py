@@ -247,6 +247,62 @@ def test_a_batch_on_grid_axis_1_runs_over_activations_where_one_sequence_passes_
             levels[(16, "bid * stride_ob")][1], levels
 
 
+BLOCK_POINTER_COLUMNS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def state_kernel(h_ptr, K: tl.constexpr = 64, V: tl.constexpr = 128, BV: tl.constexpr = 32):
+    i_v = tl.program_id(0)
+    p_h = tl.make_block_ptr(h_ptr, (K, V), (V, 1), (0, i_v * BV), (K, BV), (1, 0))
+    tl.store(p_h, tl.zeros((K, BV), tl.float32), boundary_check=(0, 1))
+'''
+
+
+def test_a_block_pointers_coordinate_is_not_red_for_the_size_of_its_tensor(tmp_path):
+    """Triton multiplies a block pointer's coordinate by its stride in 64 bits: ``i_v * BV``
+    wraps only past 2**31 columns, however large the tensor (a training envelope's
+    activation)."""
+    (tmp_path / "state.py").write_text(BLOCK_POINTER_COLUMNS)
+    levels = _levels(run_lint("state.py", "--format", "json", "--envelope", "training",
+                              cwd=tmp_path))
+    level, why, _ = levels[(9, "i_v * BV")]
+    assert level == "warning" and "an offset of a block pointer" in why, why
+
+
+MASKED_BY_A_CONSTEXPR = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def columns_kernel(x_ptr, D: tl.constexpr = 4096, BD: tl.constexpr = 128):
+    i_d = tl.program_id(0)
+    o_d = i_d * BD + tl.arange(0, BD)
+    tl.store(x_ptr + o_d, 1.0, mask=o_d < D)
+
+
+@triton.jit
+def rows_kernel(x_ptr, n, BD: tl.constexpr = 128):
+    i_d = tl.program_id(0)
+    o_d = i_d * BD + tl.arange(0, BD)
+    tl.store(x_ptr + o_d, 1.0, mask=o_d < n)
+'''
+
+
+def test_an_index_masked_below_a_constexpr_does_not_run_over_rows(tmp_path):
+    """A size fixed when the kernel compiles (a head's width, ``D: tl.constexpr``) is a
+    model's, not the workload's: a program id whose lanes the mask keeps below it is a column,
+    not a row, even in a training envelope. Masked below a run-time ``n``, it is a row."""
+    (tmp_path / "columns.py").write_text(MASKED_BY_A_CONSTEXPR)
+    levels = _levels(run_lint("columns.py", "--format", "json", "--envelope", "training",
+                              cwd=tmp_path))
+    by_line = {line: found for (line, _), found in levels.items()}
+    assert by_line[9][0] == "warning" and "inner index" in by_line[9][1], levels
+    assert by_line[16][0] == "error", levels
+
+
 def test_where_a_shape_passes_2_31_is_said_in_the_envelope_units():
     serving = envelope.Envelope(dict(envelope.SERVING_DIMENSIONS))
     assert serving.size("requests * (drafts + 1) * vocab") == 1024 * 16 * 262144

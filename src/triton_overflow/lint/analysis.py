@@ -55,6 +55,8 @@ class Finding:
     scaled: bool = field(default=False, compare=False)  # multiplied again before the address
     divided: bool = field(default=False, compare=False)  # a side is a quotient (token // top_k)
     outer: bool = field(default=False, compare=False)  # a batch or head on grid axis 1 or 2
+    # a block pointer's coordinate: Triton multiplies it by the stride in 64 bits
+    block_coordinate: bool = field(default=False, compare=False)
     reach: int | None = field(default=None, compare=False)  # elements its tensor can hold
     rule: type[Rule] = field(default=OffsetProduct, compare=False)
 
@@ -316,7 +318,8 @@ def _product_finding(op, flow, static, ranges, kernel_name, levels, direct, cast
     return Finding(file=file, line=line, kernel=kernel_name, product=product,
                    operands=described, column=column, headroom=headroom, largest=largest,
                    level=level, why=why, unsigned=unsigned, cast_after=cast_after,
-                   fix=candidates[0] if candidates else None, candidate_fixes=candidates)
+                   fix=candidates[0] if candidates else None, candidate_fixes=candidates,
+                   block_coordinate=direct == "block offsets")
 
 
 _UNSIGNED = re.compile(r"\buint32\b|\bu32\b")

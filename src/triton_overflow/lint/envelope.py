@@ -354,13 +354,17 @@ def judged(finding, envelope, shown_file):
     """``finding`` with the level its tensors' reach in ``envelope`` gives (patterns match
     ``shown_file``, its file as the user names it). An ``error`` needs both a tensor that can
     pass 2**31 elements and a product that runs over its rows (``finding.grows``) into the
-    address itself; a product into a smaller tensor, an inner index into a large one, or a row
+    address itself; a product into a smaller tensor, an inner index into a large one, a row
     index scaled again before the address (``pid * rows_per_program``, whose product with the
-    stride is a finding of its own) is at most a ``warning``."""
+    stride is a finding of its own) or a block pointer's coordinate (``pid * BLOCK_M`` in
+    ``tl.make_block_ptr``'s offsets, which Triton scales by the stride in 64 bits) is at most a
+    ``warning``."""
     from dataclasses import replace
 
     from triton_overflow.lint.levels import ERROR, WARNING
-    runs_over_rows = finding.grows and not finding.scaled
+    # A block pointer's coordinate is multiplied by its stride in Triton's own 64-bit
+    # arithmetic: it wraps only past 2**31 rows, like an index scaled again.
+    runs_over_rows = finding.grows and not finding.scaled and not finding.block_coordinate
     # A product no argument names (an address from a table of addresses) is an activation:
     # the kernel's name says what its tensors are, not what such an address points to.
     reaches = [envelope.reach(shown_file, finding.kernel, tensor, finding.divided)
@@ -369,8 +373,8 @@ def judged(finding, envelope, shown_file):
     said = (f"`{widest.tensor}` ({widest.what}, {widest.shape}) holds at most "
             f"{widest.elements:,} elements in the envelope")
     sequence = envelope.one_sequence()
-    if finding.outer and not finding.scaled and not runs_over_rows and \
-            widest.what in _ACTIVATION_KINDS and sequence >= INT32_LIMIT:
+    if finding.outer and not (finding.scaled or finding.block_coordinate or runs_over_rows) \
+            and widest.what in _ACTIVATION_KINDS and sequence >= INT32_LIMIT:
         return replace(finding, level=ERROR, reach=widest.elements, why=(
             f"{finding.why}; a batch or head on grid axis 1 or 2 times a stride runs over "
             f"`{widest.tensor}` ({widest.what}) where its layout puts that index first, and "
@@ -383,7 +387,10 @@ def judged(finding, envelope, shown_file):
                        reach=widest.elements)
     if finding.level != ERROR:
         return replace(finding, reach=widest.elements)
-    if widest.passes and finding.grows and finding.scaled:
+    if widest.passes and finding.grows and finding.block_coordinate:
+        why = (f"{finding.why}; but it is a block pointer's coordinate, which Triton multiplies "
+               f"by the stride in 64 bits: it wraps only past 2**31 rows of `{widest.tensor}`")
+    elif widest.passes and finding.grows and finding.scaled:
         why = (f"{finding.why}; but it is an index scaled again before the address (the "
                f"product that scales it is judged on its own): it wraps only past 2**31 rows "
                f"of `{widest.tensor}`")

@@ -31,6 +31,18 @@ BOUNDED, ARGUMENT, WORKLOAD = 1, 2, 3
 GRID_AXIS_LIMIT = 65_535  # programs CUDA launches at most on grid axis 1 or 2
 
 
+# The operand that holds an access's mask, and the ops a mask is combined through.
+_MASK_OPERAND = {"tt.load": 1, "tt.store": 2, "tt.atomic_rmw": 2}
+_MASK_COMBINERS = frozenset({"arith.andi", "tt.broadcast", "tt.expand_dims", "tt.splat",
+                             "tt.reshape", "ttg.convert_layout"})
+
+
+def _below(comparison):
+    """Whether an ``arith.cmpi`` keeps its first operand below its second (``<``, ``<=``)."""
+    predicate = comparison.text.split("arith.cmpi", 1)[-1].split(",", 1)[0].strip()
+    return predicate in ("slt", "sle", "ult", "ule")
+
+
 class Levels:
     """Classifies the operands of one compiled kernel's products."""
 
@@ -123,7 +135,8 @@ class Levels:
     def _runs_over_rows(self, value, tiles=True):
         """Whether ``value`` runs over the rows of what it indexes; with ``tiles`` false, only
         through the workload itself, not through a tile on grid axis 1 or 2."""
-        if self._inner_coordinate(self._beneath_bounded(value)):
+        beneath = self._beneath_bounded(value)
+        if self._inner_coordinate(beneath) or beneath in self._masked_below_constants:
             return False
         op = self._through_casts(value)
         if op is not None and op.name in ("arith.muli", "arith.shli") and \
@@ -233,6 +246,36 @@ class Levels:
                 value = op.operands[1]
             else:
                 return self._uncast(value)
+
+    @functools.cached_property
+    def _masked_below_constants(self):
+        """The indices an access's mask keeps below a constant, each as ``_beneath_bounded``
+        gives it: ``i_d`` of ``o_d = i_d * BD + tl.arange(0, BD)`` under ``mask=o_d < D``,
+        ``D`` a constexpr. A size fixed when the kernel compiles is a model's (a head's width,
+        a hidden size), not the workload's, and the lanes the mask keeps stay below it."""
+        masked = set()
+        for op in self.graph.ops:
+            position = _MASK_OPERAND.get(op.name)
+            if position is None or len(op.operands) <= position:
+                continue
+            stack, seen = [op.operands[position]], set()
+            while stack:
+                value = stack.pop()
+                if value in seen:
+                    continue
+                seen.add(value)
+                producer = self.flow.producer(value)[0]
+                if producer is None:
+                    continue
+                if producer.name in _MASK_COMBINERS:
+                    stack.extend(producer.operands[:2] if producer.name == "arith.andi"
+                                 else producer.operands[:1])
+                elif producer.name == "arith.cmpi" and _below(producer):
+                    index, bound = producer.operands[:2]
+                    interval = self.static.interval(bound)
+                    if interval is not None and interval[0] == interval[1]:
+                        masked.add(self._beneath_bounded(index))
+        return masked
 
     @functools.cached_property
     def _quotients(self):
