@@ -358,7 +358,8 @@ def judged(finding, envelope, shown_file):
     index scaled again before the address (``pid * rows_per_program``, whose product with the
     stride is a finding of its own) or a block pointer's coordinate (``pid * BLOCK_M`` in
     ``tl.make_block_ptr``'s offsets, which Triton scales by the stride in 64 bits) is at most a
-    ``warning``."""
+    ``warning``. A batch or head on grid axis 1 or 2 times a stride (``finding.outer``) is an
+    ``error`` into an activation where one sequence's activations pass 2**31."""
     from dataclasses import replace
 
     from triton_overflow.lint.levels import ERROR, WARNING
@@ -372,9 +373,9 @@ def judged(finding, envelope, shown_file):
     widest = max(reaches, key=lambda r: r.elements)
     said = (f"`{widest.tensor}` ({widest.what}, {widest.shape}) holds at most "
             f"{widest.elements:,} elements in the envelope")
-    sequence = envelope.one_sequence()
     if finding.outer and not (finding.scaled or finding.block_coordinate or runs_over_rows) \
-            and widest.what in _ACTIVATION_KINDS and sequence >= INT32_LIMIT:
+            and widest.what in _ACTIVATION_KINDS and \
+            (sequence := envelope.one_sequence()) >= INT32_LIMIT:
         return replace(finding, level=ERROR, reach=widest.elements, why=(
             f"{finding.why}; a batch or head on grid axis 1 or 2 times a stride runs over "
             f"`{widest.tensor}` ({widest.what}) where its layout puts that index first, and "

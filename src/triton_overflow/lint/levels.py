@@ -253,28 +253,25 @@ class Levels:
         gives it: ``i_d`` of ``o_d = i_d * BD + tl.arange(0, BD)`` under ``mask=o_d < D``,
         ``D`` a constexpr. A size fixed when the kernel compiles is a model's (a head's width,
         a hidden size), not the workload's, and the lanes the mask keeps stay below it."""
-        masked = set()
-        for op in self.graph.ops:
-            position = _MASK_OPERAND.get(op.name)
-            if position is None or len(op.operands) <= position:
+        masked, seen = set(), set()  # accesses share masks: each value is walked once
+        stack = [op.operands[_MASK_OPERAND[op.name]] for op in self.graph.ops
+                 if op.name in _MASK_OPERAND and len(op.operands) > _MASK_OPERAND[op.name]]
+        while stack:
+            value = stack.pop()
+            if value in seen:
                 continue
-            stack, seen = [op.operands[position]], set()
-            while stack:
-                value = stack.pop()
-                if value in seen:
-                    continue
-                seen.add(value)
-                producer = self.flow.producer(value)[0]
-                if producer is None:
-                    continue
-                if producer.name in _MASK_COMBINERS:
-                    stack.extend(producer.operands[:2] if producer.name == "arith.andi"
-                                 else producer.operands[:1])
-                elif producer.name == "arith.cmpi" and _below(producer):
-                    index, bound = producer.operands[:2]
-                    interval = self.static.interval(bound)
-                    if interval is not None and interval[0] == interval[1]:
-                        masked.add(self._beneath_bounded(index))
+            seen.add(value)
+            producer = self.flow.producer(value)[0]
+            if producer is None:
+                continue
+            if producer.name in _MASK_COMBINERS:
+                stack.extend(producer.operands[:2] if producer.name == "arith.andi"
+                             else producer.operands[:1])
+            elif producer.name == "arith.cmpi" and _below(producer):
+                index, bound = producer.operands[:2]
+                interval = self.static.interval(bound)
+                if interval is not None and interval[0] == interval[1]:
+                    masked.add(self._beneath_bounded(index))
         return masked
 
     @functools.cached_property
