@@ -127,15 +127,19 @@ def scaled_kernel(logits_ptr, stride_logits, rows_per_program, BLOCK: tl.constex
 '''
 
 
-def test_a_row_index_scaled_again_is_red_where_it_meets_the_stride(tmp_path):
+def test_a_row_index_scaled_again_is_red_where_it_meets_the_stride_and_where_it_is_made(
+        tmp_path):
     """``row_start = pid * rows_per_program`` counts rows: it wraps only past 2**31 of them.
-    Its product with the row stride is the error."""
+    Its product with the row stride is the error, and the line that makes the int32 row is
+    red too, naming that product: widening it there is the fix (mamba's ``row_block_id *
+    rows_per_program``)."""
     (tmp_path / "scaled.py").write_text(SCALED)
     (tmp_path / "serving.toml").write_text(SERVING)
     levels = _levels(run_lint(tmp_path / "scaled.py", "--format", "json", "--envelope",
                               tmp_path / "serving.toml"))
     level, why, _ = levels[(8, "tl.program_id(0) * rows_per_program")]
-    assert level == "warning" and "scaled again before the address" in why, why
+    assert level == "error" and "index of `(row_start + r) * stride_logits` (line 11)" in why, \
+        why
     assert levels[(11, "(row_start + r) * stride_logits")][0] == "error", levels
 
 
@@ -416,6 +420,39 @@ def test_the_first_program_of_a_group_is_at_most_the_program_id(tmp_path, judged
     assert level == "note" and "at most what was divided, program_id(0)" in why, why
     assert levels[(18, "offs[:, None] * stride_cm")][0] == "error", levels
     assert levels[(18, "offs_n[None, :] * stride_cn")][0] == "warning", levels
+    # The tile's first row is where the int32 row of that error is made; the column tile's
+    # product is no error, so neither is its first column.
+    level, why, _ = levels[(16, "pid_m * BLOCK_M")]
+    assert level == "error" and "`offs[:, None] * stride_cm` (line 18)" in why, why
+    assert levels[(17, "pid_n * BLOCK_N")][0] == "warning", levels
+
+
+SPLIT_HEADS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def split_heads_kernel(x_ptr, stride_head, heads_per_group, heads_per_program,
+                       BLOCK: tl.constexpr = 64):
+    pid_g = tl.program_id(1)
+    pid_s = tl.program_id(2)
+    first = pid_g * heads_per_group
+    within = pid_s * heads_per_program
+    cols = tl.arange(0, BLOCK)
+    tl.store(x_ptr + (first + within) * stride_head + cols, 1.0)
+'''
+
+
+def test_a_sum_of_two_products_raises_neither(tmp_path):
+    """``(pid_g * G + pid_s * S) * stride``: either term may be the small one, so where the
+    product is red, neither term's line is named as where its index is made."""
+    (tmp_path / "split.py").write_text(SPLIT_HEADS)
+    levels = _levels(run_lint(tmp_path / "split.py", "--format", "json", "--envelope",
+                              "training"))
+    assert levels[(14, "(first + within) * stride_head")][0] == "error", levels
+    assert levels[(11, "pid_g * heads_per_group")][0] == "warning", levels
+    assert levels[(12, "pid_s * heads_per_program")][0] == "warning", levels
 
 
 @pytest.mark.parametrize("name, is_cache", [

@@ -49,7 +49,7 @@ def missing_value_helper_kernel(x_ptr, stride, n, BLOCK: tl.constexpr = 128):
 @triton.jit
 def string_constexpr_kernel(a_ptr, b_ptr, c_ptr, stride_am, PRECISION: tl.constexpr,
                             BLOCK: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # <- bounded
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # <- wraps: makes line 54's row
     offs = tl.arange(0, BLOCK)
     a = tl.load(a_ptr + rows[:, None] * stride_am + offs[None, :])  # <- wraps
     b = tl.load(b_ptr + offs[:, None] * BLOCK + offs[None, :])
@@ -106,5 +106,5 @@ def float_table_index_kernel(p_ptr, out_ptr, stride):
 def swizzled_tiles_kernel(x_ptr, stride, tiles_m, tiles_n, BLOCK: tl.constexpr = 64):
     pid = tl.program_id(0)
     tile_m, tile_n = tl.swizzle2d(pid // tiles_n, pid % tiles_n, tiles_m, tiles_n, 8)  # <- bounded
-    rows = tile_m * BLOCK + tl.arange(0, BLOCK)  # <- bounded
+    rows = tile_m * BLOCK + tl.arange(0, BLOCK)  # <- wraps: makes line 110's row
     tl.store(x_ptr + rows * stride + tile_n, 1.0)  # <- wraps

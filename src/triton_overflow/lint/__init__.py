@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from triton_overflow.lint import discover
-from triton_overflow.lint.analysis import Finding, find_products
+from triton_overflow.lint.analysis import Finding, find_products, with_roots_of_errors
 from triton_overflow.lint.envelope import judged
 from triton_overflow.lint.ir import build_graph, compile_ttir, quiet
 from triton_overflow.lint.levels import ERROR, LEVELS, NOTE, WARNING
@@ -135,6 +135,8 @@ def _check_kernel(kernel, facts, verify_fixes, envelope, returning="its first ar
         found = find_products(graph, kernel.name, facts)
         if envelope is not None and facts is None:
             found = [judged(finding, envelope, _shown_file(finding.file)) for finding in found]
+        if facts is None:
+            found = with_roots_of_errors(found)
         products = [finding.product for finding in found]
         for finding in found:
             if _worse(finding, findings.get(finding.key)):

@@ -58,6 +58,10 @@ class Finding:
     # a block pointer's coordinate: Triton multiplies it by the stride in 64 bits
     block_coordinate: bool = field(default=False, compare=False)
     reach: int | None = field(default=None, compare=False)  # elements its tensor can hold
+    # the keys of the i32 index products its index is summed or scaled from (``i_b * T`` of
+    # ``(i_b * T * H + i_h) * K``)
+    roots: tuple = field(default=(), compare=False)
+    indexes: bool = field(default=False, compare=False)  # a side is an index, not only sizes
     rule: type[Rule] = field(default=OffsetProduct, compare=False)
 
     @property
@@ -104,17 +108,21 @@ def find_products(graph, kernel_name, ranges_env=None):
         stack.extend((source, under, root) for source in flow.sources(value))
     cast_after = _products_cast_after(graph, flow)
     inner = _inner_products(graph, flow, static, levels)
-    findings = {}
-    for index, op in sorted({**scaled_products, **direct_products}.items()):
+    findings, keys = {}, {}
+    products = {**scaled_products, **direct_products}
+    for index, op in sorted(products.items()):
         finding = _product_finding(op, flow, static, ranges, kernel_name, levels,
                                    direct=index in direct_products,
                                    cast_after=index in cast_after)
         if finding is not None:
+            keys[index] = finding.key
             finding = replace(finding, tensors=tuple(sorted(tensors.get(index, ()))),
                               grows=levels.grows(op) and index not in inner,
                               scaled=index not in direct_products,
                               divided=levels.divided(op),
-                              outer=levels.outer_on_grid(op) and index not in inner)
+                              outer=levels.outer_on_grid(op) and index not in inner,
+                              roots=tuple(_roots(flow, op, products)),
+                              indexes=_indexes(flow, op))
             if index in inner and finding.level == ERROR and ranges is None:
                 finding = replace(finding, level=WARNING, why=f"{finding.why}; but it indexes "
                                   f"an inner dimension: it sits beside a row already widened "
@@ -122,7 +130,66 @@ def find_products(graph, kernel_name, ranges_env=None):
             known = findings.get(finding.key)
             if known is None or LEVELS.index(finding.level) < LEVELS.index(known.level):
                 findings[finding.key] = finding
+    findings = {key: replace(finding, roots=tuple(sorted(
+        {keys[index] for index in finding.roots if index in keys} - {key})))
+        for key, finding in findings.items()}
     return sorted(findings.values(), key=lambda f: (f.file, f.line, f.product))
+
+
+# What an index is made from where it grows with the work: a program, a loaded value, a loop.
+_INDEX_KINDS = frozenset({"program id", "loaded value", "atomic result", "loop variable"})
+
+
+def _indexes(flow, product):
+    """Whether a side of ``product`` is an index (``i_b`` of ``i_b * T``), not only sizes
+    (``H * K``)."""
+    return any(origin.kind in _INDEX_KINDS for operand in product.operands[:2]
+               for origin in flow.origins(operand))
+
+
+def _roots(flow, product, products):
+    """The indices of the i32 products in ``products`` that ``product``'s sides are summed or
+    scaled from (``bos = i_b * T`` of ``(bos * H + i_h) * K``), not through a division or a
+    remainder, past which they no longer set its size."""
+    found, seen, stack = set(), set(), list(product.operands[:2])
+    while stack:
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        op, _ = flow.producer(value)
+        if op is not None and op.name in DIVISIONS | REMAINDERS:
+            continue
+        if op is not None and op.index in products:
+            found.add(op.index)
+        stack.extend(flow.sources(value))
+    return found
+
+
+def with_roots_of_errors(findings):
+    """``findings`` (one compiled kernel's, levels final) with the index product that an
+    ``error`` is made from on another line raised to ``error`` too: ``bos = i_b * T`` is where
+    the int32 index of ``(bos * H + i_h) * K`` is made, and widening it there widens that
+    product (where upstream fixes widen it). Only where the error's index is one chain of
+    products (not a sum of two, ``(pid_g * G + pid_s * S) * stride``, where either may be the
+    small one), only an index (``H * K`` is a size), and not a product that numbers alone
+    bound (a ``note``: the first program of a group, ``pid // (G * n) * G``)."""
+    by_key = {finding.key: finding for finding in findings}
+    raised = {}
+    for error in findings:
+        if error.level != ERROR:
+            continue
+        roots = [by_key[key] for key in error.roots if key in by_key and by_key[key].indexes]
+        if any(a.key not in b.roots and b.key not in a.roots
+               for i, a in enumerate(roots) for b in roots[i + 1:]):
+            continue
+        for root in roots:
+            if root.level != WARNING or root.line == error.line or root.key in raised:
+                continue
+            raised[root.key] = replace(root, level=ERROR, why=(
+                f"it makes the int32 index of `{error.product}` (line {error.line}), an "
+                f"error: widened here, that product is too"))
+    return [raised.get(finding.key, finding) for finding in findings]
 
 
 def _inner_products(graph, flow, static, levels):
