@@ -370,7 +370,7 @@ def test_tensors_wider_or_taller_than_activations_are_known_by_their_kernel_and_
     level, why, _ = levels[(12, "(token // top_k)[:, None] * stride_am")]
     assert level == "warning" and "`a_ptr` (an activation, tokens * hidden)" in why, why
     level, why, _ = levels[(9, "tl.program_id(0) * BLOCK_M")]
-    assert level == "warning" and "`sorted_token_ids_ptr` (an activation" in why, why
+    assert level == "warning" and "`sorted_token_ids_ptr` (an index table" in why, why
     level, why, _ = levels[(20, "row * stride_x")]
     assert level == "error" and "tokens * 2 * intermediate" in why, why
     level, why, _ = levels[(29, "slot * stride_buf")]
@@ -453,6 +453,36 @@ def test_a_sum_of_two_products_raises_neither(tmp_path):
     assert levels[(14, "(first + within) * stride_head")][0] == "error", levels
     assert levels[(11, "pid_g * heads_per_group")][0] == "warning", levels
     assert levels[(12, "pid_s * heads_per_program")][0] == "warning", levels
+
+
+CHUNKS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def chunked_kernel(q_ptr, g_cumsum, chunk_indices, stride_q, BLOCK: tl.constexpr = 64):
+    i_t = tl.program_id(0)
+    row = tl.load(chunk_indices + i_t * 2)
+    cols = tl.arange(0, BLOCK)
+    tl.store(q_ptr + row * stride_q + cols, 1.0)
+    tl.store(g_cumsum + row * stride_q + cols, 1.0)
+'''
+
+
+def test_an_index_table_is_an_entry_per_token_head_and_choice(tmp_path):
+    """In training an activation passes 2**31, an index table by its name (``chunk_indices``,
+    ``topk_ids``) does not: an entry per token, head and choice. A running sum (``g_cumsum``)
+    holds values: an activation."""
+    (tmp_path / "chunks.py").write_text(CHUNKS)
+    levels = _levels(run_lint(tmp_path / "chunks.py", "--format", "json", "--envelope",
+                              "training"))
+    level, why, _ = levels[(9, "i_t * 2")]
+    assert level == "warning" and "`chunk_indices` (an index table" in why, why
+    level, why, _ = levels[(11, "row * stride_q")]
+    assert level == "error" and "`q_ptr` (an activation, tokens * hidden)" in why, why
+    level, why, _ = levels[(12, "row * stride_q")]
+    assert level == "error" and "`g_cumsum` (an activation, tokens * hidden)" in why, why
 
 
 @pytest.mark.parametrize("name, is_cache", [

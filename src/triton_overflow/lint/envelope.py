@@ -76,6 +76,12 @@ _MOE_WORDS = {"moe", "expert", "ep"}
 # smaller than the activation by a row's width or by the group.
 _TABLE_WORDS = {"id", "ids", "idx", "index", "indice", "topk", "loc", "offset", "count", "num",
                 "map", "mapping", "padded", "cumsum", "scale", "sf"}
+# An index table (``chunk_indices``, ``topk_ids``, ``row_id_map``, ``block_indices``): at most
+# an entry per token, head and choice (an expert, a selected block), below the activation it
+# indexes where a head is narrower than the choices are many. A running sum (``g_cumsum``) is
+# of values, not indices.
+INDEX_TABLES = ("tokens * heads * topk", "an index table (an entry per token, head and choice)")
+_INDEX_TABLE_WORDS = _TABLE_WORDS - _SCALE_WORDS - {"cumsum"}
 GATED_ACTIVATIONS = ("tokens * 2 * intermediate", "a gated MLP's activation (gate and up)")
 _GATE_WORDS = {"silu", "gelu", "swiglu", "geglu", "swish", "act", "activation"}
 ACTIVATIONS = ("tokens * hidden", "an activation")
@@ -140,7 +146,7 @@ class Envelope:
         """The ``Reach`` of pointer argument ``argument`` of ``kernel`` in ``file``, indexed by
         a row ``divided`` first or not: the team's patterns, then the built-in ones, then a KV
         cache, a statistic of each row or a scale by its words, then an activation as the
-        kernel makes it."""
+        kernel makes it (an index table by its words is smaller)."""
         qualified = f"{Path(file).as_posix()}:{kernel}:{argument}"
         statistic = bool(words(argument) & _STATISTIC_WORDS)
         for pattern, shape, what in list(self.tensors) + [
@@ -155,6 +161,8 @@ class Envelope:
             return Reach(argument, *STATISTICS, self.size(STATISTICS[0]))
         if words(argument) & _SCALE_WORDS:
             return Reach(argument, *SCALES, self.size(SCALES[0]))
+        if words(argument) & _INDEX_TABLE_WORDS:
+            return Reach(argument, *INDEX_TABLES, self.size(INDEX_TABLES[0]))
         return self.activation(argument, kernel, divided)
 
     def activation(self, tensor, kernel="", divided=False):
