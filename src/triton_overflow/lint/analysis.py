@@ -151,19 +151,8 @@ def _roots(flow, product, products):
     """The indices of the i32 products in ``products`` that ``product``'s sides are summed or
     scaled from (``bos = i_b * T`` of ``(bos * H + i_h) * K``), not through a division or a
     remainder, past which they no longer set its size."""
-    found, seen, stack = set(), set(), list(product.operands[:2])
-    while stack:
-        value = stack.pop()
-        if value in seen:
-            continue
-        seen.add(value)
-        op, _ = flow.producer(value)
-        if op is not None and op.name in DIVISIONS | REMAINDERS:
-            continue
-        if op is not None and op.index in products:
-            found.add(op.index)
-        stack.extend(flow.sources(value))
-    return found
+    return {op.index for op in flow.upstream(product.operands[:2], stop=DIVISIONS | REMAINDERS)
+            if op.index in products}
 
 
 def with_roots_of_errors(findings):

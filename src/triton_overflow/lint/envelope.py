@@ -148,7 +148,8 @@ class Envelope:
         cache, a statistic of each row or a scale by its words, then an activation as the
         kernel makes it (an index table by its words is smaller)."""
         qualified = f"{Path(file).as_posix()}:{kernel}:{argument}"
-        statistic = bool(words(argument) & _STATISTIC_WORDS)
+        named = words(argument)
+        statistic = bool(named & _STATISTIC_WORDS)
         for pattern, shape, what in list(self.tensors) + [
                 entry for entry in self.builtin if not statistic]:
             subject = qualified if ":" in pattern else argument
@@ -159,9 +160,9 @@ class Envelope:
             return Reach(argument, *KV_CACHE, self.size(KV_CACHE[0]))
         if statistic:
             return Reach(argument, *STATISTICS, self.size(STATISTICS[0]))
-        if words(argument) & _SCALE_WORDS:
+        if named & _SCALE_WORDS:
             return Reach(argument, *SCALES, self.size(SCALES[0]))
-        if words(argument) & _INDEX_TABLE_WORDS:
+        if named & _INDEX_TABLE_WORDS:
             return Reach(argument, *INDEX_TABLES, self.size(INDEX_TABLES[0]))
         return self.activation(argument, kernel, divided)
 

@@ -180,9 +180,9 @@ class Flow:
         self._origins[value] = frozenset(found)
         return self._origins[value]
 
-    def upstream(self, values):
+    def upstream(self, values, stop=frozenset()):
         """Every op that produces a value ``values`` are computed from, through what carries
-        an integer (``sources``), each once."""
+        an integer (``sources``), each once; not past an op named in ``stop``, nor yielding it."""
         seen, stack = set(), list(values)
         while stack:
             value = stack.pop()
@@ -190,6 +190,8 @@ class Flow:
                 continue
             seen.add(value)
             op, _ = self.producer(value)
+            if op is not None and op.name in stop:
+                continue
             if op is not None:
                 yield op
             stack.extend(self.sources(value))
