@@ -565,6 +565,28 @@ def test_a_product_around_another_is_told_from_it_on_every_triton(tmp_path):
                                                    "row * parts"], found
 
 
+FOLDED_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def chunk_states_kernel(h, n_chunks, H: tl.constexpr = 4, K: tl.constexpr = 64,
+                        V: tl.constexpr = 64):
+    for i_t in range(n_chunks):
+        p_h = tl.make_block_ptr(h + i_t * H*K*V, (K, V), (V, 1), (0, 0), (16, 16), (1, 0))
+        tl.store(p_h, tl.zeros([16, 16], dtype=tl.float32))
+"""
+
+
+def test_a_product_whose_constants_fold_into_one_is_named_as_written(tmp_path):
+    """``i_t * H*K*V`` compiles to one multiply, ``i_t * 16384``, that no product on the line
+    has the shape of: it is still the product written there, not one inside the call."""
+    done = run_lint(_write(tmp_path, "folded.py", FOLDED_KERNEL), "--format", "json")
+    found = json.loads(done.stdout)["kernels"][0]["findings"]
+    assert [f["product"] for f in found] == ["i_t * H*K*V"], found
+
+
 UNSIGNED_KERNEL = """
 import triton
 import triton.language as tl

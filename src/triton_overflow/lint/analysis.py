@@ -459,14 +459,21 @@ def product_parts(file, line, column, shift=False, nested=None):
         candidates += [(node, node.value) for node in index.get(ast.AugAssign, ())
                        if isinstance(node.op, wanted)]
     on_line = [(n, r) for n, r in candidates if n.lineno <= line <= n.end_lineno]
-    if nested is not None:
-        shaped = [(n, r) for n, r in on_line if sorted(_sides_nested(n, wanted)) == sorted(nested)]
-        on_line = shaped or on_line
-    starting = [n for n, r in on_line if (n.lineno, n.col_offset) == (line, column)]
-    chosen = ((triton_versions.source_columns_are_starts() and _innermost(starting))
-              or _innermost([n for n, r in on_line if _contains(r, line, column)])
-              or _innermost([n for n, r in on_line if _contains(n, line, column)])
-              or (on_line[0][0] if len(on_line) == 1 else None))
+
+    def at_column(products):
+        starting = [n for n, r in products if (n.lineno, n.col_offset) == (line, column)]
+        return ((triton_versions.source_columns_are_starts() and _innermost(starting))
+                or _innermost([n for n, r in products if _contains(r, line, column)])
+                or _innermost([n for n, r in products if _contains(n, line, column)]))
+
+    def alone(products):
+        return products[0][0] if len(products) == 1 else None
+
+    # Constants folded into one multiply (``i_t * H*K*V`` compiles to ``i_t * 4096``) leave a
+    # product whose shape no node on the line has: then the product at the column is it.
+    shaped = [(n, r) for n, r in on_line
+              if nested is None or sorted(_sides_nested(n, wanted)) == sorted(nested)]
+    chosen = at_column(shaped) or at_column(on_line) or alone(shaped) or alone(on_line)
     if chosen is None:
         call = tree and _innermost([n for n in nodes_of(file).get(ast.Call, ())
                                     if _contains(n, line, column)])
