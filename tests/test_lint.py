@@ -587,6 +587,54 @@ def test_a_product_whose_constants_fold_into_one_is_named_as_written(tmp_path):
     assert [f["product"] for f in found] == ["i_t * H*K*V"], found
 
 
+GUARDED_KERNEL = """
+import triton
+import triton.language as tl
+
+INT32_SAFE = 2**31 - 1 - 1024
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n_elements, stride, BLOCK: tl.constexpr = 128,
+                 LONG_INDEXING: tl.constexpr = False):
+    block = tl.program_id(0)
+    if LONG_INDEXING:
+        offsets = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    else:
+        offsets = block * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, 1.0, mask=offsets < n_elements)
+    tl.store(y_ptr + block * stride, 1.0)
+
+
+def scale(x, y):
+    n = x.numel()
+    grid = (triton.cdiv(n, 128),)
+    scale_kernel[grid](x, y, n, y.stride(0), LONG_INDEXING=LIMIT_TEST)
+"""
+
+
+@pytest.mark.parametrize("test, guards", [
+    ("0 if n <= INT32_SAFE else 1", True),
+    ("n > INT32_SAFE", True),
+    ("n >= 2**31", True),
+    ("0 if n <= 2**32 else 1", False),        # a limit past 2**31 guards nothing
+    ("0 if n <= x.numel() else 1", False),    # nor one that is not a number
+])
+def test_a_flag_the_launcher_sets_from_a_size_guards_only_its_own_int32_branch(
+        tmp_path, test, guards):
+    """``LONG_INDEXING=0 if n <= INT32_SAFE else 1``: the int32 branch runs only below
+    2**31, so its products are warnings that name the test; ``block * stride``, in both
+    branches, stays an error."""
+    source = GUARDED_KERNEL.replace("LIMIT_TEST", test)
+    done = run_lint(_write(tmp_path, "guarded.py", source), "--format", "json")
+    found = {f["product"]: f for f in json.loads(done.stdout)["kernels"][0]["findings"]}
+    assert found["block * stride"]["level"] == "error", found
+    row = found["block * BLOCK"]
+    assert row["level"] == ("warning" if guards else "error"), row
+    size_test = test.split(" if ")[1].split(" else ")[0] if " if " in test else test
+    assert (f"only while `{size_test}`" in row["why"]) == guards, row["why"]
+
+
 UNSIGNED_KERNEL = """
 import triton
 import triton.language as tl

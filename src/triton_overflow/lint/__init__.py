@@ -22,6 +22,7 @@ from pathlib import Path
 from triton_overflow.lint import discover
 from triton_overflow.lint.analysis import Finding, find_products, with_roots_of_errors
 from triton_overflow.lint.envelope import judged
+from triton_overflow.lint.guards import guarded, launcher_guards
 from triton_overflow.lint.ir import build_graph, compile_ttir, quiet
 from triton_overflow.lint.levels import ERROR, LEVELS, NOTE, WARNING
 from triton_overflow.lint.signature import VariantSearch, plan
@@ -120,6 +121,8 @@ def _check_kernel(kernel, facts, verify_fixes, envelope, returning="its first ar
     findings = {}
     seen_in = {}  # finding key -> (variant index, types, constexprs, that variant's products)
     errors = []
+    guards = launcher_guards(kernel.file, kernel.name, vars(kernel.module)) \
+        if facts is None and kernel.module is not None else []
 
     def check_variant(index, variant):
         """The products of one variant (keys and levels), or None where it does not compile."""
@@ -136,7 +139,7 @@ def _check_kernel(kernel, facts, verify_fixes, envelope, returning="its first ar
         if envelope is not None and facts is None:
             found = [judged(finding, envelope, _shown_file(finding.file)) for finding in found]
         if facts is None:
-            found = with_roots_of_errors(found)
+            found = guarded(with_roots_of_errors(found), guards, constexprs)
         products = [finding.product for finding in found]
         for finding in found:
             if _worse(finding, findings.get(finding.key)):

@@ -1,0 +1,175 @@
+"""Flags a launcher sets from a size test: the int32 branch a kernel takes only while small.
+
+Kernels that widen their indices only where they must take a constexpr flag that their
+launcher computes from a size, in the kernel's own file::
+
+    LONG_INDEXING=0 if n_elements <= INT32_SAFETY_BUFFER else 1
+    USE_INT64=x.numel() > 2**31 - 1
+    needs_int64 = n > MAX_INT32; kernel[grid](..., NEEDS_INT64=needs_int64)
+
+In the variant of the flags the launcher takes only while that size is below 2**31, an int32
+product that only this variant holds is guarded by the launcher's test: it is a ``warning``
+whose reason names the test and the launch, not an ``error``. A product the other variant
+holds too keeps that variant's level. A test whose limit cannot be read as a number (a
+call, a name the file does not bind to one) guards nothing.
+"""
+
+import ast
+import operator
+from dataclasses import dataclass, replace
+
+from triton_overflow.lint.syntax import segment, source_tree
+
+INT32_LIMIT = 2**31
+
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+               ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.FloorDiv: operator.floordiv}
+
+
+@dataclass(frozen=True)
+class Guard:
+    flag: str  # the constexpr the launcher sets
+    value: object  # its value while the size stays below the limit
+    test: str  # the launcher's test, as written
+    line: int  # of the launch, in the kernel's file
+
+    def holds_in(self, constexprs):
+        """Whether a variant with ``constexprs`` is the one the launcher takes while small."""
+        return self.flag in constexprs and constexprs[self.flag] == self.value and \
+            isinstance(constexprs[self.flag], (bool, int))
+
+    def reason(self):
+        return (f"but the launch at line {self.line} sets `{self.flag}={self.value!r}` only while "
+                f"`{self.test}`, below 2**31: this int32 branch is taken only then")
+
+
+def launcher_guards(file, kernel_name, namespace=None):
+    """The ``Guard``s of ``kernel_name``'s launches in ``file``: each keyword flag whose value
+    is a size test (directly, through a conditional expression, or through a name the
+    launcher assigns once)."""
+    tree = source_tree(file)
+    if tree is None:
+        return []
+    constants = _module_numbers(tree, namespace or {})
+    guards = []
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        assigned = _assigned_once(function)
+        for call in ast.walk(function):
+            if not (isinstance(call, ast.Call) and _launches(call, kernel_name)):
+                continue
+            for keyword in call.keywords:
+                if keyword.arg is None:
+                    continue
+                value = keyword.value
+                if isinstance(value, ast.Name) and value.id in assigned:
+                    value = assigned[value.id]
+                guard = _guard(keyword.arg, value, constants, file, call.lineno)
+                if guard is not None:
+                    guards.append(guard)
+    return guards
+
+
+def guarded(findings, guards, constexprs):
+    """``findings`` of one variant, each ``error`` a ``warning`` where a guard holds in it."""
+    from triton_overflow.lint.levels import ERROR, WARNING
+    holding = [guard for guard in guards if guard.holds_in(constexprs)]
+    if not holding:
+        return findings
+    return [replace(f, level=WARNING, why=f"{f.why}; {holding[0].reason()}")
+            if f.level == ERROR else f for f in findings]
+
+
+def _launches(call, kernel_name):
+    """``kernel[grid](...)`` or ``module.kernel[grid](...)``."""
+    launched = call.func
+    if not isinstance(launched, ast.Subscript):
+        return False
+    named = launched.value
+    return isinstance(named, ast.Name) and named.id == kernel_name or \
+        isinstance(named, ast.Attribute) and named.attr == kernel_name
+
+
+def _assigned_once(function):
+    """{name: value} of the names ``function`` assigns exactly once."""
+    values, counts = {}, {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            values[name] = node.value
+            counts[name] = counts.get(name, 0) + 1
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and \
+                isinstance(node.target, ast.Name):
+            counts[node.target.id] = counts.get(node.target.id, 0) + 2
+    return {name: value for name, value in values.items() if counts[name] == 1}
+
+
+def _guard(flag, value, constants, file, line):
+    if isinstance(value, ast.IfExp) and isinstance(value.test, ast.Compare):
+        small_when_true = _small_when_true(value.test, constants)
+        branch = value.body if small_when_true else value.orelse
+        if small_when_true is None or not isinstance(branch, ast.Constant):
+            return None
+        return Guard(flag, branch.value, _written(file, value.test), line)
+    if isinstance(value, ast.Compare):
+        small_when_true = _small_when_true(value, constants)
+        if small_when_true is None:
+            return None
+        return Guard(flag, small_when_true, _written(file, value), line)
+    return None
+
+
+def _small_when_true(compare, constants):
+    """For ``size < limit`` or ``size <= limit``: True (the test holds while small); for
+    ``size > limit`` or ``size >= limit``: False; None where the limit is not a number below
+    2**31 or the test is not one comparison."""
+    if len(compare.ops) != 1:
+        return None
+    limit = _number(compare.comparators[0], constants)
+    if limit is None:
+        return None
+    op = type(compare.ops[0])
+    # The largest size that passes as small, each way the test is written.
+    largest = {ast.Lt: limit - 1, ast.LtE: limit, ast.Gt: limit, ast.GtE: limit - 1}.get(op)
+    if largest is None or largest >= INT32_LIMIT:
+        return None
+    return op in (ast.Lt, ast.LtE)
+
+
+def _number(node, constants):
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and \
+            not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.Name):
+        return constants.get(node.id)
+    if isinstance(node, ast.Attribute):  # torch.iinfo(torch.int32).max and the like: unread
+        return None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand, constants)
+        return None if inner is None else -inner
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = _number(node.left, constants), _number(node.right, constants)
+        if left is None or right is None or isinstance(node.op, ast.Pow) and right > 64:
+            return None
+        return _ARITHMETIC[type(node.op)](left, right)
+    return None
+
+
+def _module_numbers(tree, namespace):
+    """{name: int} of the module's names bound to a number: by the file's own top-level
+    assignments, else by the loaded module's namespace."""
+    numbers = {name: value for name, value in namespace.items()
+               if isinstance(value, int) and not isinstance(value, bool)}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            number = _number(node.value, numbers)
+            if number is not None:
+                numbers[node.targets[0].id] = number
+    return numbers
+
+
+def _written(file, node):
+    return " ".join((segment(file, node) or "").split())
