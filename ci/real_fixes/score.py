@@ -44,6 +44,8 @@ def main(argv=None):
                         "error, and each other product at error, under the table")
     parser.add_argument("--timeout", type=int, default=LINT_TIMEOUT, help="seconds one "
                         f"file's lint may take (default {LINT_TIMEOUT})")
+    parser.add_argument("--keep", action="store_true", help="write each file's JSON report "
+                        "beside it in the corpus (FILE.json), to read the findings")
     args = parser.parse_args(argv)
     pairs = [pair for pair in json.loads((HERE / "fixes.json").read_text())["pairs"]
              if not args.repo or pair["repo"] in args.repo]
@@ -59,6 +61,9 @@ def main(argv=None):
             for pair, pair_sides in zip(pairs, sides) for path in pair_sides]
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:  # each lint is a process of its own
         linted = list(pool.map(lambda job: _lint(*job), jobs))
+    if args.keep:
+        for (path, *_), (_, report) in zip(jobs, linted):
+            path.with_name(path.name + ".json").write_text(json.dumps(report, indent=1))
     misses = []
     for index, pair in enumerate(pairs):
         (_, report_before), (code_after, report_after) = linted[2 * index:2 * index + 2]
