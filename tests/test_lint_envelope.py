@@ -380,7 +380,8 @@ def test_tensors_wider_or_taller_than_activations_are_known_by_their_kernel_and_
 
 @pytest.mark.parametrize("name, expected", [
     ("K_Buffer", {"k", "buffer"}), ("KCache", {"k", "cache"}),
-    ("kv_cache_ptr", {"kv", "cache", "ptr"}), ("expert_offsets", {"expert", "offset"})])
+    ("kv_cache_ptr", {"kv", "cache", "ptr"}), ("expert_offsets", {"expert", "offset"}),
+    ("dloss_ptr", {"dloss", "ptr"})])
 def test_words_of_a_name_split_case_and_underscores_and_drop_a_plural(name, expected):
     assert envelope.words(name) == expected
 
@@ -529,10 +530,13 @@ def test_a_tile_on_grid_axis_1_beside_the_row_is_a_column(tmp_path):
     ("logits_ptr", envelope.TRAINING_TENSORS[1][2]), ("max_logits", envelope.STATISTICS[1]),
     ("probs_lse", envelope.STATISTICS[1]), ("Rstd", envelope.STATISTICS[1]),
     ("x_scale_ptr", envelope.SCALES[1]), ("a_sf", envelope.SCALES[1]),
+    ("loss_ptr", envelope.STATISTICS[1]), ("dloss_ptr", envelope.STATISTICS[1]),
+    ("dlse", envelope.STATISTICS[1]), ("dx_ptr", "an activation"), ("data_ptr", "an activation"),
     ("x_ptr", "an activation")])
 def test_a_statistic_of_each_row_or_a_scale_is_smaller_than_what_it_describes(name, what):
-    """A per-row statistic (a norm's ``Rstd``, a row's ``max_logits``) holds a value per token
-    and head, a scale one per group of values: below 2**31 even where a training step's
+    """A per-row statistic (a norm's ``Rstd``, a row's ``max_logits`` or ``loss``, and their
+    gradients ``dlse``, ``dloss``) holds a value per token and head, a scale one per group of
+    values: below 2**31 even where a training step's
     activations are not."""
     training = envelope.preset("training")
     found = training.reach("ops.py", "kernel", name)

@@ -50,10 +50,11 @@ TRAINING_TENSORS = (
     ("*logit*", "tokens * vocab", "logits, a row per token"),
     ("*prob*", "tokens * vocab", "probabilities over the vocabulary, a row per token"),
 )
-# A statistic of each row (``max_logits``, ``logits_lse``, a norm's ``Mean`` and ``Rstd``): one
-# value per row, a token's or a token's head's, not the vocabulary nor the hidden width.
+# A statistic of each row (``max_logits``, ``logits_lse``, a norm's ``Mean`` and ``Rstd``, a
+# row's ``loss``), or its gradient (``dlse``, ``dloss``): one value per row, a token's or a
+# token's head's, not the vocabulary nor the hidden width.
 _STATISTIC_WORDS = {"max", "min", "sum", "lse", "mean", "argmax", "argmin", "logsumexp",
-                    "rstd", "std", "var"}
+                    "rstd", "std", "var", "loss"}
 STATISTICS = ("tokens * heads", "a statistic of each row (a token's, or a token's head's)")
 # A scale per group of values (``x_scale``, ``a_sf``): at least 16 values to a scale (NVFP4's
 # group; MXFP8's is 32, a 1x128 block's 128).
@@ -149,7 +150,8 @@ class Envelope:
         kernel makes it (an index table by its words is smaller)."""
         qualified = f"{Path(file).as_posix()}:{kernel}:{argument}"
         named = words(argument)
-        statistic = bool(named & _STATISTIC_WORDS)
+        statistic = any(word in _STATISTIC_WORDS or word[:1] == "d" and
+                        word[1:] in _STATISTIC_WORDS for word in named)
         for pattern, shape, what in list(self.tensors) + [
                 entry for entry in self.builtin if not statistic]:
             subject = qualified if ":" in pattern else argument
@@ -216,15 +218,16 @@ class Envelope:
 
 
 def words(name):
-    """The words of an identifier, lower case, a plural's ``s`` dropped: ``K_Buffer`` ->
-    {"k", "buffer"}, ``KCache`` -> {"k", "cache"}, ``fused_moe.py`` -> {"fused", "moe",
-    "py"}."""
+    """The words of an identifier, lower case, a plural's ``s`` dropped (not ``loss``'s):
+    ``K_Buffer`` -> {"k", "buffer"}, ``KCache`` -> {"k", "cache"}, ``fused_moe.py`` ->
+    {"fused", "moe", "py"}."""
     return set(_word_list(name))
 
 
 def _word_list(name):
     found = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", name)
-    return [w.lower()[:-1] if len(w) > 3 and w.endswith("s") else w.lower() for w in found]
+    return [w.lower()[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss")
+            else w.lower() for w in found]
 
 
 def _is_kv_cache(name):
