@@ -221,7 +221,7 @@ import triton.language as tl
 
 @triton.jit
 def attention_kernel(q_ptr, o_ptr, k_cache_ptr, stride_qb, stride_qh, stride_ob, stride_kh,
-                     H, BLOCK: tl.constexpr = 128):
+                     stride_om, H, BLOCK: tl.constexpr = 128):
     off_hz = tl.program_id(1)
     batch = off_hz // H
     head = off_hz % H
@@ -229,7 +229,8 @@ def attention_kernel(q_ptr, o_ptr, k_cache_ptr, stride_qb, stride_qh, stride_ob,
     tl.store(q_ptr + batch * stride_qb + head * stride_qh + cols, 1.0)
     tl.store(k_cache_ptr + off_hz * stride_kh + cols, 1.0)
     bid = tl.program_id(2)
-    tl.store(o_ptr + bid * stride_ob + cols, 1.0)
+    tl.store(o_ptr + bid * stride_ob + cols[:, None] * stride_om + cols[None, :], 1.0)
+    tl.store(o_ptr + bid * stride_kh + cols, 1.0)  # the only row of what it indexes
 '''
 
 
@@ -239,7 +240,7 @@ def test_a_batch_on_grid_axis_1_runs_over_activations_where_one_sequence_passes_
     """A training step holds one sequence's activations past 2**31 (131,072 x 16,384): a batch
     index on grid axis 1 times its stride runs over them. A serving step holds at most 2**30,
     the split's inner part (a head beside its batch) never does, nor a head into a KV cache,
-    whose pages come first."""
+    whose pages come first, nor a batch index beside columns alone."""
     (tmp_path / "attention.py").write_text(BATCHES_ON_AXIS_1)
     levels = _levels(run_lint("attention.py", "--format", "json", "--envelope", preset,
                               cwd=tmp_path))
@@ -247,6 +248,9 @@ def test_a_batch_on_grid_axis_1_runs_over_activations_where_one_sequence_passes_
     assert level_of["bid * stride_ob"] == level, levels
     assert level_of["head * stride_qh"] == "warning", levels
     assert level_of["off_hz * stride_kh"] == "warning", levels
+    # Beside columns alone, a batch index is the row of what it indexes (a norm's weight per
+    # group, ``W + group * N + cols``): bounded by grid axis 2, not a sequence's activations.
+    assert level_of["bid * stride_kh"] == "warning", levels
     if level == "error":
         assert "one sequence's activations pass 2**31" in \
             levels[(16, "bid * stride_ob")][1], levels

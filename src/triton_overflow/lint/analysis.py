@@ -108,6 +108,7 @@ def find_products(graph, kernel_name, ranges_env=None):
         stack.extend((source, under, root) for source in flow.sources(value))
     cast_after = _products_cast_after(graph, flow)
     inner = _inner_products(graph, flow, static, levels)
+    alone = _alone_in_addresses(graph, flow, static)
     findings, keys = {}, {}
     products = {**scaled_products, **direct_products}
     for index, op in sorted(products.items()):
@@ -120,7 +121,7 @@ def find_products(graph, kernel_name, ranges_env=None):
                               grows=levels.grows(op) and index not in inner,
                               scaled=index not in direct_products,
                               divided=levels.divided(op),
-                              outer=levels.outer_on_grid(op) and index not in inner,
+                              outer=levels.outer_on_grid(op) and index not in inner | alone,
                               roots=tuple(_roots(flow, op, products)),
                               indexes=_indexes(flow, op))
             if index in inner and finding.level == ERROR and ranges is None:
@@ -190,20 +191,7 @@ def _inner_products(graph, flow, static, levels):
     rows by the workload itself (``cols * stride_n`` of ``row * stride_m + cols * stride_n``,
     ``row`` from ``program_id(0)``: an address has one row)."""
     verdicts = {}  # product index -> inner in every address so far
-    for offsets in _addresses(graph, flow):
-        terms, seen, stack = {}, set(), [(offset, frozenset()) for offset in offsets]
-        while stack:  # each term of the address, with the axes it was expanded along
-            value, axes = stack.pop()
-            if (value, axes) in seen:
-                continue
-            seen.add((value, axes))
-            op, _ = flow.producer(value)
-            if op is not None and op.name in PRODUCTS and not _by_one(static, op):
-                terms.setdefault(op.index, (op, set()))[1].update(axes)
-                continue
-            if op is not None and op.name == "tt.expand_dims" and op.axis is not None:
-                axes = axes | {op.axis}
-            stack.extend((source, axes) for source in flow.sources(value))
+    for terms in _address_terms(graph, flow, static):
         for term, axes in terms.values():
             if not is_i32(term.types[0]):
                 continue
@@ -219,6 +207,38 @@ def _inner_products(graph, flow, static, levels):
                 verdicts[index] = verdicts.get(index, True) and \
                     (beside_a_row or column or tile_beside_the_row)
     return {index for index, is_inner in verdicts.items() if is_inner}
+
+
+def _address_terms(graph, flow, static):
+    """For each address the kernel forms, {product index: (product, the axes it was expanded
+    along)} of its product terms: ``row * stride`` and ``col * stride_n`` of ``ptr + row *
+    stride + col * stride_n``, not ``col`` nor a product by one."""
+    for offsets in _addresses(graph, flow):
+        terms, seen, stack = {}, set(), [(offset, frozenset()) for offset in offsets]
+        while stack:  # each term of the address, with the axes it was expanded along
+            value, axes = stack.pop()
+            if (value, axes) in seen:
+                continue
+            seen.add((value, axes))
+            op, _ = flow.producer(value)
+            if op is not None and op.name in PRODUCTS and not _by_one(static, op):
+                terms.setdefault(op.index, (op, set()))[1].update(axes)
+                continue
+            if op is not None and op.name == "tt.expand_dims" and op.axis is not None:
+                axes = axes | {op.axis}
+            stack.extend((source, axes) for source in flow.sources(value))
+        yield terms
+
+
+def _alone_in_addresses(graph, flow, static):
+    """The indices of the products that are the only product term of every address they
+    reach (``W + group * N + cols``): what they index has no other row, so an index there is
+    that tensor's row, not a batch or head above rows."""
+    alone = {}
+    for terms in _address_terms(graph, flow, static):
+        for index in terms:
+            alone[index] = alone.get(index, True) and len(terms) == 1
+    return {index for index, is_alone in alone.items() if is_alone}
 
 
 def _addresses(graph, flow):
