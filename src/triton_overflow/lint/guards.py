@@ -151,7 +151,9 @@ def _number(node, constants):
         return None if inner is None else -inner
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
         left, right = _number(node.left, constants), _number(node.right, constants)
-        if left is None or right is None or isinstance(node.op, ast.Pow) and right > 64:
+        if left is None or right is None or \
+                isinstance(node.op, (ast.Pow, ast.LShift)) and not 0 <= right <= 64 or \
+                isinstance(node.op, ast.FloorDiv) and right == 0:
             return None
         return _ARITHMETIC[type(node.op)](left, right)
     return None
