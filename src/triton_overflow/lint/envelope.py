@@ -56,9 +56,9 @@ TRAINING_TENSORS = (
 _STATISTIC_WORDS = {"max", "min", "sum", "lse", "mean", "argmax", "argmin", "logsumexp",
                     "rstd", "std", "var", "loss"}
 STATISTICS = ("tokens * heads", "a statistic of each row (a token's, or a token's head's)")
-# A scale per group of values (``x_scale``, ``a_sf``): at least 16 values to a scale (NVFP4's
-# group; MXFP8's is 32, a 1x128 block's 128).
-_SCALE_WORDS = {"scale", "sf"}
+# A scale per group of values (``x_scale``, ``a_sf``, ``descale_q``): at least 16 values to a
+# scale (NVFP4's group; MXFP8's is 32, a 1x128 block's 128).
+_SCALE_WORDS = {"scale", "descale", "sf"}
 SCALES = ("tokens * hidden / 16", "a scale per group of at least 16 values")
 # A KV cache, however a kernel spells it (``k_cache``, ``KCache``, ``K_Buffer``,
 # ``kv_pool``, ``kv_c_and_k_pe_cache``): a word for keys or values first or just before a word
