@@ -598,13 +598,16 @@ INT32_SAFE = 2**31 - 1 - 1024
 
 
 @triton.jit
-def scale_kernel(x_ptr, y_ptr, n_elements, stride, BLOCK: tl.constexpr = 128,
+def scale_kernel(x_ptr, y_ptr, z_ptr, n_elements, stride, BLOCK: tl.constexpr = 128,
                  LONG_INDEXING: tl.constexpr = False):
     block = tl.program_id(0)
     if LONG_INDEXING:
         offsets = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        rows = block.to(tl.int64) * 4
     else:
         offsets = block * BLOCK + tl.arange(0, BLOCK)
+        rows = block * 4
+    tl.store(z_ptr + rows * stride, 1.0)
     tl.store(x_ptr + offsets, 1.0, mask=offsets < n_elements)
     tl.store(y_ptr + block * stride, 1.0)
 
@@ -612,7 +615,7 @@ def scale_kernel(x_ptr, y_ptr, n_elements, stride, BLOCK: tl.constexpr = 128,
 def scale(x, y):
     n = x.numel()
     grid = (triton.cdiv(n, 128),)
-    scale_kernel[grid](x, y, n, y.stride(0), LONG_INDEXING=LIMIT_TEST)
+    scale_kernel[grid](x, y, y, n, y.stride(0), LONG_INDEXING=LIMIT_TEST)
 """
 
 
@@ -626,8 +629,8 @@ def scale(x, y):
 def test_a_flag_the_launcher_sets_from_a_size_guards_only_its_own_int32_branch(
         tmp_path, test, guards):
     """``LONG_INDEXING=0 if n <= INT32_SAFE else 1``: the int32 branch runs only below
-    2**31, so its products are warnings that name the test; ``block * stride``, in both
-    branches, stays an error."""
+    2**31, so its products are warnings that name the test, and a product that makes their
+    row is not raised for them; ``block * stride``, in both branches, stays an error."""
     source = GUARDED_KERNEL.replace("LIMIT_TEST", test)
     done = run_lint(_write(tmp_path, "guarded.py", source), "--format", "json")
     found = {f["product"]: f for f in json.loads(done.stdout)["kernels"][0]["findings"]}
@@ -636,6 +639,10 @@ def test_a_flag_the_launcher_sets_from_a_size_guards_only_its_own_int32_branch(
     assert row["level"] == ("warning" if guards else "error"), row
     size_test = test.split(" if ")[1].split(" else ")[0] if " if " in test else test
     assert (f"only while `{size_test}`" in row["why"]) == guards, row["why"]
+    # Where the row is made on another line, neither line is red in the guarded branch.
+    made = found["block * 4"]
+    assert made["level"] == ("warning" if guards else "error"), made
+    assert ("it makes the int32 index" in made["why"]) != guards, made["why"]
 
 
 UNSIGNED_KERNEL = """

@@ -139,7 +139,7 @@ def _check_kernel(kernel, facts, verify_fixes, envelope, returning="its first ar
         if envelope is not None and facts is None:
             found = [judged(finding, envelope, _shown_file(finding.file)) for finding in found]
         if facts is None:
-            found = guarded(with_roots_of_errors(found), guards, constexprs)
+            found = with_roots_of_errors(guarded(found, guards, constexprs))
         products = [finding.product for finding in found]
         for finding in found:
             if _worse(finding, findings.get(finding.key)):
