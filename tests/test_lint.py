@@ -614,6 +614,7 @@ def scale_kernel(x_ptr, y_ptr, z_ptr, n_elements, stride, BLOCK: tl.constexpr = 
 
 def scale(x, y):
     n = x.numel()
+    needs_int64 = n > INT32_SAFE
     grid = (triton.cdiv(n, 128),)
     scale_kernel[grid](x, y, y, n, y.stride(0), LONG_INDEXING=LIMIT_TEST)
 """
@@ -623,6 +624,7 @@ def scale(x, y):
     ("0 if n <= INT32_SAFE else 1", True),
     ("n > INT32_SAFE", True),
     ("n >= 2**31", True),
+    ("needs_int64", True),                    # a name the launcher assigns once
     ("0 if n <= 2**32 else 1", False),        # a limit past 2**31 guards nothing
     ("0 if n <= x.numel() else 1", False),    # nor one that is not a number
 ])
@@ -637,7 +639,8 @@ def test_a_flag_the_launcher_sets_from_a_size_guards_only_its_own_int32_branch(
     assert found["block * stride"]["level"] == "error", found
     row = found["block * BLOCK"]
     assert row["level"] == ("warning" if guards else "error"), row
-    size_test = test.split(" if ")[1].split(" else ")[0] if " if " in test else test
+    size_test = test.split(" if ")[1].split(" else ")[0] if " if " in test else \
+        "n > INT32_SAFE" if test == "needs_int64" else test
     assert (f"only while `{size_test}`" in row["why"]) == guards, row["why"]
     # Where the row is made on another line, neither line is red in the guarded branch.
     made = found["block * 4"]

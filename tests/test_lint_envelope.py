@@ -534,7 +534,8 @@ def test_a_tile_on_grid_axis_1_beside_the_row_is_a_column(tmp_path):
     ("logits_ptr", envelope.TRAINING_TENSORS[1][2]), ("max_logits", envelope.STATISTICS[1]),
     ("probs_lse", envelope.STATISTICS[1]), ("Rstd", envelope.STATISTICS[1]),
     ("x_scale_ptr", envelope.SCALES[1]), ("a_sf", envelope.SCALES[1]),
-    ("descale_q_ptr", envelope.SCALES[1]), ("loss_ptr", envelope.STATISTICS[1]), ("dloss_ptr", envelope.STATISTICS[1]),
+    ("descale_q_ptr", envelope.SCALES[1]), ("loss_ptr", envelope.STATISTICS[1]),
+    ("dloss_ptr", envelope.STATISTICS[1]),
     ("dlse", envelope.STATISTICS[1]), ("dx_ptr", "an activation"), ("data_ptr", "an activation"),
     ("x_ptr", "an activation")])
 def test_a_statistic_of_each_row_or_a_scale_is_smaller_than_what_it_describes(name, what):
