@@ -627,6 +627,7 @@ def scale(x, y):
     ("needs_int64", True),                    # a name the launcher assigns once
     ("0 if n <= 2**32 else 1", False),        # a limit past 2**31 guards nothing
     ("0 if n <= x.numel() else 1", False),    # nor one that is not a number
+    ("0 if n <= 4096 else 1", False),         # nor a tuning threshold
 ])
 def test_a_flag_the_launcher_sets_from_a_size_guards_only_its_own_int32_branch(
         tmp_path, test, guards):

@@ -10,8 +10,9 @@ launcher computes from a size, in the kernel's own file::
 In the variant of the flags the launcher takes only while that size is below 2**31, an int32
 product that only this variant holds is guarded by the launcher's test: it is a ``warning``
 whose reason names the test and the launch, not an ``error``. A product the other variant
-holds too keeps that variant's level. A test whose limit cannot be read as a number (a
-call, a name the file does not bind to one) guards nothing.
+holds too keeps that variant's level. Only a test of the int32 range guards: one whose limit
+reads as a number from 2**30 to 2**31 (not a call, a name the file does not bind to one, or a
+tuning threshold such as ``M <= 16``).
 """
 
 import ast
@@ -123,8 +124,9 @@ def _guard(flag, value, constants, file, line):
 
 def _small_when_true(compare, constants):
     """For ``size < limit`` or ``size <= limit``: True (the test holds while small); for
-    ``size > limit`` or ``size >= limit``: False; None where the limit is not a number below
-    2**31 or the test is not one comparison."""
+    ``size > limit`` or ``size >= limit``: False; None where the test is not one comparison
+    or not a test of the int32 range: its limit a number from 2**30 up to 2**31 (a tuning
+    threshold, ``M <= 16``, bounds one size, not the tensors a branch indexes)."""
     if len(compare.ops) != 1:
         return None
     limit = _number(compare.comparators[0], constants)
@@ -133,7 +135,7 @@ def _small_when_true(compare, constants):
     op = type(compare.ops[0])
     # The largest size that passes as small, each way the test is written.
     largest = {ast.Lt: limit - 1, ast.LtE: limit, ast.Gt: limit, ast.GtE: limit - 1}.get(op)
-    if largest is None or largest >= INT32_LIMIT:
+    if largest is None or not INT32_LIMIT // 2 <= largest < INT32_LIMIT:
         return None
     return op in (ast.Lt, ast.LtE)
 
