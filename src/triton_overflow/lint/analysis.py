@@ -107,8 +107,9 @@ def find_products(graph, kernel_name, ranges_env=None):
             root = None
         stack.extend((source, under, root) for source in flow.sources(value))
     cast_after = _products_cast_after(graph, flow)
-    inner = _inner_products(graph, flow, static, levels)
-    alone = _alone_in_addresses(graph, flow, static)
+    addresses = list(_address_terms(graph, flow, static))
+    inner = _inner_products(addresses, flow, levels)
+    alone = _alone_in_addresses(addresses)
     findings, keys = {}, {}
     products = {**scaled_products, **direct_products}
     for index, op in sorted(products.items()):
@@ -182,7 +183,7 @@ def with_roots_of_errors(findings):
     return [raised.get(finding.key, finding) for finding in findings]
 
 
-def _inner_products(graph, flow, static, levels):
+def _inner_products(addresses, flow, levels):
     """The indices of the i32 products that index an inner dimension of every address they
     reach unscaled: one that sits beside a row already widened (an int64 multiply that grows
     with the workload: the row is that term, this one is a head, a split or a column), an
@@ -191,7 +192,7 @@ def _inner_products(graph, flow, static, levels):
     rows by the workload itself (``cols * stride_n`` of ``row * stride_m + cols * stride_n``,
     ``row`` from ``program_id(0)``: an address has one row)."""
     verdicts = {}  # product index -> inner in every address so far
-    for terms in _address_terms(graph, flow, static):
+    for terms in addresses:
         for term, axes in terms.values():
             if not is_i32(term.types[0]):
                 continue
@@ -230,12 +231,13 @@ def _address_terms(graph, flow, static):
         yield terms
 
 
-def _alone_in_addresses(graph, flow, static):
+def _alone_in_addresses(addresses):
     """The indices of the products that are the only product term of every address they
-    reach (``W + group * N + cols``): what they index has no other row, so an index there is
-    that tensor's row, not a batch or head above rows."""
+    reach (``W + group * N + cols``), of ``addresses`` as ``_address_terms`` gives them: what
+    they index has no other row, so an index there is that tensor's row, not a batch or head
+    above rows."""
     alone = {}
-    for terms in _address_terms(graph, flow, static):
+    for terms in addresses:
         for index in terms:
             alone[index] = alone.get(index, True) and len(terms) == 1
     return {index for index, is_alone in alone.items() if is_alone}

@@ -16,12 +16,13 @@ tuning threshold such as ``M <= 16``).
 """
 
 import ast
+import functools
 import operator
 from dataclasses import dataclass, replace
 
+from triton_overflow.lint.levels import ERROR, WARNING
+from triton_overflow.lint.ranges import INT32_LIMIT
 from triton_overflow.lint.syntax import segment, source_tree
-
-INT32_LIMIT = 2**31
 
 _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
                ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.FloorDiv: operator.floordiv}
@@ -48,33 +49,16 @@ def launcher_guards(file, kernel_name, namespace=None):
     """The ``Guard``s of ``kernel_name``'s launches in ``file``: each keyword flag whose value
     is a size test (directly, through a conditional expression, or through a name the
     launcher assigns once)."""
-    tree = source_tree(file)
-    if tree is None:
+    flags = _launch_flags(file).get(kernel_name)
+    if not flags:
         return []
-    constants = _module_numbers(tree, namespace or {})
-    guards = []
-    for function in ast.walk(tree):
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        assigned = _assigned_once(function)
-        for call in ast.walk(function):
-            if not (isinstance(call, ast.Call) and _launches(call, kernel_name)):
-                continue
-            for keyword in call.keywords:
-                if keyword.arg is None:
-                    continue
-                value = keyword.value
-                if isinstance(value, ast.Name) and value.id in assigned:
-                    value = assigned[value.id]
-                guard = _guard(keyword.arg, value, constants, file, call.lineno)
-                if guard is not None:
-                    guards.append(guard)
-    return guards
+    constants = _module_numbers(source_tree(file), namespace or {})
+    guards = (_guard(flag, value, constants, file, line) for flag, value, line in flags)
+    return [guard for guard in guards if guard is not None]
 
 
 def guarded(findings, guards, constexprs):
     """``findings`` of one variant, each ``error`` a ``warning`` where a guard holds in it."""
-    from triton_overflow.lint.levels import ERROR, WARNING
     holding = [guard for guard in guards if guard.holds_in(constexprs)]
     if not holding:
         return findings
@@ -82,14 +66,39 @@ def guarded(findings, guards, constexprs):
             if f.level == ERROR else f for f in findings]
 
 
-def _launches(call, kernel_name):
-    """``kernel[grid](...)`` or ``module.kernel[grid](...)``."""
-    launched = call.func
-    if not isinstance(launched, ast.Subscript):
-        return False
-    named = launched.value
-    return isinstance(named, ast.Name) and named.id == kernel_name or \
-        isinstance(named, ast.Attribute) and named.attr == kernel_name
+@functools.lru_cache(maxsize=256)
+def _launch_flags(file):
+    """{kernel name: [(keyword, its value, line of the launch)]} of every ``kernel[grid](...)``
+    or ``module.kernel[grid](...)`` inside a function of ``file``, a keyword given by a name
+    the function assigns once read as that assignment's value: one walk per file, for all of
+    its kernels."""
+    tree = source_tree(file)
+    launches = {}
+    for function in ast.walk(tree) if tree is not None else ():
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        assigned = _assigned_once(function)
+        for call in ast.walk(function):
+            name = _launched_name(call)
+            if name is None:
+                continue
+            for keyword in call.keywords:
+                if keyword.arg is None:
+                    continue
+                value = keyword.value
+                if isinstance(value, ast.Name) and value.id in assigned:
+                    value = assigned[value.id]
+                launches.setdefault(name, []).append((keyword.arg, value, call.lineno))
+    return launches
+
+
+def _launched_name(call):
+    """``kernel`` of ``kernel[grid](...)`` or ``module.kernel[grid](...)``, else None."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)):
+        return None
+    named = call.func.value
+    return named.id if isinstance(named, ast.Name) else \
+        named.attr if isinstance(named, ast.Attribute) else None
 
 
 def _assigned_once(function):
