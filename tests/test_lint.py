@@ -640,9 +640,9 @@ def test_a_flag_the_launcher_sets_from_a_size_guards_only_its_own_int32_branch(
     assert found["block * stride"]["level"] == "error", found
     row = found["block * BLOCK"]
     assert row["level"] == ("warning" if guards else "error"), row
-    size_test = test.split(" if ")[1].split(" else ")[0] if " if " in test else \
-        "n > INT32_SAFE" if test == "needs_int64" else test
-    assert (f"only while `{size_test}`" in row["why"]) == guards, row["why"]
+    said = f"only while `{test.split(' if ')[1].split(' else ')[0]}`" if " if " in test else \
+        "unless `n > INT32_SAFE`" if test == "needs_int64" else f"unless `{test}`"
+    assert (said in row["why"]) == guards, row["why"]
     # Where the row is made on another line, neither line is red in the guarded branch.
     made = found["block * 4"]
     assert made["level"] == ("warning" if guards else "error"), made

@@ -33,6 +33,7 @@ class Guard:
     flag: str  # the constexpr the launcher sets
     value: object  # its value while the size stays below the limit
     test: str  # the launcher's test, as written
+    small_when_true: bool  # whether the test holds on the small side, or fails there
     line: int  # of the launch, in the kernel's file
 
     def holds_in(self, constexprs):
@@ -41,7 +42,8 @@ class Guard:
             isinstance(constexprs[self.flag], (bool, int))
 
     def reason(self):
-        return (f"but the launch at line {self.line} sets `{self.flag}={self.value!r}` only while "
+        when = "only while" if self.small_when_true else "unless"
+        return (f"but the launch at line {self.line} sets `{self.flag}={self.value!r}` {when} "
                 f"`{self.test}`, below 2**31: this int32 branch is taken only then")
 
 
@@ -122,12 +124,12 @@ def _guard(flag, value, constants, file, line):
         branch = value.body if small_when_true else value.orelse
         if small_when_true is None or not isinstance(branch, ast.Constant):
             return None
-        return Guard(flag, branch.value, _written(file, value.test), line)
+        return Guard(flag, branch.value, _written(file, value.test), small_when_true, line)
     if isinstance(value, ast.Compare):
         small_when_true = _small_when_true(value, constants)
         if small_when_true is None:
             return None
-        return Guard(flag, small_when_true, _written(file, value), line)
+        return Guard(flag, small_when_true, _written(file, value), small_when_true, line)
     return None
 
 
