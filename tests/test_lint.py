@@ -65,9 +65,12 @@ def test_kernels_as_engines_ship_them_are_all_analysed_and_flagged_at_error():
     """The engine is not installed: decorator arguments, a helper and a module-level branch
     come from it; a string constexpr, two constexprs compared, one compared with a literal
     only (``if EXTRA != 0``), a pointer picked at run time, a ``tl.tensor`` annotation, a table
-    of raw addresses, a float table cast to an index and ``tl.swizzle2d``. Every kernel is
-    checked and every wrapping product is an error; the products the kernels bound themselves
-    are warnings."""
+    of raw addresses, a float table cast to an index and ``tl.swizzle2d``; data read as bytes
+    (bitcasts, AMD's fp8), one local pointer set from two caches, loads a helper returns as a
+    tuple, engine helpers given a dtype or unpacked in pairs, a ``tl.dot`` partner in half
+    precision, a loaded float only compared, a block size sliced by a factor, a loop stepped
+    by a block size, and a Triton function since removed. Every kernel is checked and every
+    wrapping product is an error; the products the kernels bound themselves are warnings."""
     path = PLANTED / "shipped_overflowing.py"
     done = run_lint(path)
     assert done.returncode == 1, done.stdout + done.stderr

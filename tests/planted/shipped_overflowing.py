@@ -1,12 +1,14 @@
 """Kernels as engines ship them, each with an int32 product that wraps (``# <- wraps``, an
 ``error``): the engine they import is not installed where the check runs, kernels sit under
 module-level branches, helpers and decorator arguments come from that engine, constexprs have
-no defaults. ``shipped_safe.py`` holds the same kernels widened."""
+no defaults, data is read as bytes or half floats that only its use tells, and a kernel calls
+a Triton function its release no longer has. ``shipped_safe.py`` holds the same kernels
+widened."""
 
 import triton
 import triton.language as tl
 from not_installed_engine import platform
-from not_installed_engine.math import fast_tanh
+from not_installed_engine.math import dtype_min, fast_tanh, sort_pairs
 from not_installed_engine.tuning import autotune_kwargs, engine_configs
 
 
@@ -108,3 +110,114 @@ def swizzled_tiles_kernel(x_ptr, stride, tiles_m, tiles_n, BLOCK: tl.constexpr =
     tile_m, tile_n = tl.swizzle2d(pid // tiles_n, pid % tiles_n, tiles_m, tiles_n, 8)  # <- bounded
     rows = tile_m * BLOCK + tl.arange(0, BLOCK)  # <- wraps: makes line 110's row
     tl.store(x_ptr + rows * stride + tile_n, 1.0)  # <- wraps
+
+
+@triton.jit
+def packed_bytes_kernel(cache_ptr, out_ptr, stride, BLOCK: tl.constexpr = 64):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    packed = tl.load(cache_ptr + row * stride + offs)  # <- wraps
+    exponent = packed.to(tl.uint8, bitcast=True)
+    tl.store(out_ptr + offs, (packed & 15).to(tl.float32) * exponent.to(tl.float32))
+
+
+@triton.jit
+def vendor_fp8_kernel(cache_ptr, out_ptr, stride, BLOCK: tl.constexpr = 64):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    raw = tl.load(cache_ptr + row * stride + offs)  # <- wraps
+    tl.store(out_ptr + offs, raw.to(tl.float8e4b8, bitcast=True).to(tl.float32))
+
+
+@triton.jit
+def two_caches_kernel(main_ptr, extra_ptr, scale_ptr, out_ptr, stride,
+                      USE_EXTRA: tl.constexpr = True, BLOCK: tl.constexpr = 16):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if USE_EXTRA:
+        rows = extra_ptr + row * stride + offs  # <- wraps
+    else:
+        rows = main_ptr + row * stride + offs  # <- wraps
+    raw = tl.load(rows[:, None] + offs[None, :])
+    scale = tl.exp(tl.load(scale_ptr + offs))
+    tl.store(out_ptr + offs[:, None] * BLOCK + offs[None, :],
+             raw.to(tl.float8e4nv, bitcast=True).to(tl.float32) * scale[None, :])
+
+
+@triton.jit
+def _segment(pid, starts_ptr, experts_ptr):
+    start = tl.load(starts_ptr + pid) + pid
+    expert = tl.load(experts_ptr + pid)
+    return start, expert
+
+
+@triton.jit
+def grouped_rows_kernel(a_ptr, w_ptr, starts_ptr, experts_ptr, out_ptr, stride_a, stride_w,
+                        BLOCK: tl.constexpr = 16):
+    pid = tl.program_id(0)
+    start, expert = _segment(pid, starts_ptr, experts_ptr)
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + (start + offs[:, None]) * stride_a + offs[None, :])  # <- wraps
+    w = tl.load(w_ptr + expert * stride_w + offs)  # <- wraps
+    tl.store(out_ptr + offs[:, None] * BLOCK + offs[None, :], tl.exp(a + w[None, :]))
+
+
+@triton.jit
+def engine_helpers_kernel(x_ptr, idx_ptr, out_ptr, stride, BLOCK: tl.constexpr = 32):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    lowest = dtype_min(x_ptr.dtype.element_ty)
+    x = tl.load(x_ptr + row * stride + offs, mask=offs < stride, other=lowest)  # <- wraps
+    idx = tl.load(idx_ptr + offs)
+    x, idx = sort_pairs(x, idx, BLOCK)
+    tl.store(out_ptr + idx, x)
+
+
+@triton.jit
+def rotated_rows_kernel(x_ptr, h_ptr, out_ptr, stride, BLOCK: tl.constexpr = 32):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    tile = offs[:, None] * BLOCK + offs[None, :]
+    x = tl.exp(tl.load(x_ptr + row * stride + tile))  # <- wraps
+    h = tl.load(h_ptr + tile)
+    tl.store(out_ptr + tile, tl.dot(x.to(tl.float16), h))
+
+
+@triton.jit
+def dead_splits_kernel(m_ptr, slot_ptr, out_ptr, stride, BLOCK: tl.constexpr = 32):
+    row = tl.load(slot_ptr + tl.program_id(0))
+    offs = tl.arange(0, BLOCK)
+    m = tl.load(m_ptr + row * stride + offs)  # <- wraps
+    dead = m == float("-inf")
+    tl.store(out_ptr + offs, tl.where(dead, 0.0, tl.exp(m)))
+
+
+@triton.jit
+def sliced_tiles_kernel(a_ptr, b_ptr, out_ptr, stride, BLOCK_M: tl.constexpr,
+                        SLICE: tl.constexpr):
+    SUB: tl.constexpr = BLOCK_M // SLICE
+    row = tl.program_id(0)
+    offs = tl.arange(0, SUB)
+    tile = offs[:, None] * SUB + offs[None, :]
+    a = tl.load(a_ptr + row * stride + tile)  # <- wraps
+    b = tl.load(b_ptr + tile)
+    tl.store(out_ptr + tile, tl.dot(a, b))
+
+
+@triton.jit
+def stepped_loop_kernel(x_ptr, stride, n, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    for start in tl.range(0, n, step=BLOCK_N):
+        offs = start + tl.arange(0, BLOCK_N)
+        tl.store(x_ptr + row * stride + offs, 1.0, mask=offs < n)  # <- wraps
+
+
+@triton.jit
+def descriptor_tiles_kernel(a_desc, out_ptr, stride, ab_dtype: tl.constexpr,
+                            BLOCK_M: tl.constexpr = 64, BLOCK_K: tl.constexpr = 64):
+    pid = tl.program_id(0)
+    tile = tl._experimental_descriptor_load(a_desc, [pid * BLOCK_M, 0], [BLOCK_M, BLOCK_K],
+                                            ab_dtype)
+    rows = tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_K)
+    tl.store(out_ptr + pid * stride + rows[:, None] * BLOCK_K + cols[None, :], tile)  # <- wraps

@@ -124,25 +124,33 @@ class Addresses:
             return isinstance(target, ast.Call) and syntax.call_name(target) == "pointer_type"
         return False
 
-    def _loaded_from(self, expression, seen=None):
+    def _loaded_from(self, expression, seen=None, through_tests=True):
         """Pointer parameters whose loaded values flow into ``expression``. A load's value comes
         from its pointer, or from what ``other`` or an atomic's operands put there; what its
-        address or mask loads does not flow into it."""
+        address or mask loads does not flow into it. Without ``through_tests``, what a
+        comparison reads does not either: its result is a bool, whatever was loaded."""
         seen = set() if seen is None else seen
         found = set()
         pending = [expression]
         while pending:
             node = pending.pop()
+            if not through_tests and isinstance(node, ast.Compare):
+                continue
             if isinstance(node, ast.Call) and syntax.call_name(node) in ops.LOADS and node.args:
                 found |= self.bases(node.args[0])
                 pending.extend(_value_operands(node))
                 continue
-            helper = self._helper(node) if isinstance(node, ast.Call) else None
+            element = node.index if isinstance(node, Element) else None
+            call = node.value if isinstance(node, Element) else node
+            helper = self._helper(call) if isinstance(call, ast.Call) else None
             if helper is not None:  # a helper that returns what it loads: ``_get_lora_id(...)``
-                arguments = _helper_arguments(node, helper[0])
-                for name in helper[1].returned_loads():
+                arguments = _helper_arguments(call, helper[0])
+                for name in helper[1].returned_loads(element):
                     if name in arguments:
                         found |= self.bases(arguments[name])
+                if element is not None:  # one value of the tuple: not the call's others
+                    pending.extend(ast.iter_child_nodes(call))
+                    continue
             if isinstance(node, ast.Name) and node.id in self.assigned and node.id not in seen:
                 seen.add(node.id)
                 pending.extend(self.assigned[node.id])
@@ -173,6 +181,11 @@ class Addresses:
             if len(lefts) > 1:
                 return [ast.BinOp(left=left, op=expression.op, right=expression.right)
                         for left in lefts]
+        if isinstance(expression, ast.Subscript):  # ``ptrs[:, None]``, ``ptrs`` set per branch
+            values = self._alternatives(expression.value, seen)
+            if len(values) > 1:
+                return [ast.Subscript(value=value, slice=expression.slice, ctx=expression.ctx)
+                        for value in values]
         return [expression]
 
     def _leftmost(self, expression, bases):
@@ -213,21 +226,34 @@ class Addresses:
         self._helpers[node.func.id] = found
         return found
 
-    def returned_loads(self):
-        """Parameters whose loaded values this function returns as they are: ``return
-        tl.load(table + i)``, or a name assigned only such a load (a value computed from loads,
-        an argmax over them say, is not one)."""
+    def returned_loads(self, index=None):
+        """Parameters whose loaded values this function returns (its ``index``-th value, where
+        it returns a tuple and one element is asked for) as they are or offset and scaled
+        (``return tl.load(table + i)``, ``start = tl.load(starts + i) + pid * BLOCK``); a value
+        only computed from loads, an argmax over them say, is not one."""
         found = set()
         for node in ast.walk(self.tree):
             if not isinstance(node, ast.Return) or node.value is None:
                 continue
-            values = self.assigned.get(node.value.id, []) if isinstance(node.value, ast.Name) \
-                else [node.value]
+            values = [node.value]
+            if isinstance(node.value, (ast.Tuple, ast.List)):
+                values = node.value.elts if index is None else node.value.elts[index:index + 1]
             for value in values:
-                if isinstance(value, ast.Call) and syntax.call_name(value) in ops.LOADS and \
-                        value.args:
-                    found |= self.bases(value.args[0]) & set(self.params)
+                found |= self._loads_kept(value, set())
         return found
+
+    def _loads_kept(self, value, seen):
+        """Parameters whose loaded values ``value`` is, offset, scaled or clamped."""
+        if isinstance(value, ast.Call) and syntax.call_name(value) in ops.LOADS and value.args:
+            return self.bases(value.args[0]) & set(self.params)
+        if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Sub, ast.Mult)):
+            return self._loads_kept(value.left, seen) | self._loads_kept(value.right, seen)
+        if isinstance(value, ast.Call) and syntax.call_name(value) in _CLAMPS:
+            return set().union(*(self._loads_kept(arg, seen) for arg in value.args))
+        if isinstance(value, ast.Name) and value.id in self.assigned and value.id not in seen:
+            seen.add(value.id)
+            return set().union(*(self._loads_kept(v, seen) for v in self.assigned[value.id]))
+        return set()
 
     def returned_bases(self, index=None):
         """Parameters that can be the base of what this function returns (of its ``index``-th
@@ -255,9 +281,11 @@ class Addresses:
 
     def _directly_int(self, name, pointer):
         """Some value of ``name`` is loaded from ``pointer`` and not converted on the way (a
-        later reassignment may convert it: ``k = (k >> 4) & 15`` then ``k.to(q.dtype)``)."""
+        later reassignment may convert it: ``k = (k >> 4) & 15`` then ``k.to(q.dtype)``; a
+        test of it, ``dead = m == float("-inf")``, is a bool whatever was loaded)."""
         for value in self.assigned.get(name, []):
-            if pointer in self._loaded_from(value) and not _converts(value):
+            if pointer in self._loaded_from(value, through_tests=False) and \
+                    not _converts(value):
                 return True
         return False
 
@@ -268,6 +296,10 @@ class Addresses:
                     self._directly_int(name, pointer):
                 return True
         return False
+
+
+# Calls that keep one of their operands: a clamped load is still what was loaded.
+_CLAMPS = {"min", "max", "minimum", "maximum", "where"}
 
 
 def _helper_arguments(call, jit_helper):

@@ -80,10 +80,19 @@ class Graph:
 
 
 def compile_ttir(jit_function, signature, constexprs, attrs=None):
-    """The TTIR module (Triton's object) of ``jit_function`` for an sm_90 target, helpers
-    inlined and block pointers rewritten, but not otherwise optimised (``triton_versions``)."""
-    built = sm90.build(jit_function, signature, constexprs, attrs)
+    """The TTIR module (Triton's object) of ``jit_function`` for an sm_90 target that takes
+    every fp8 format and the functions Triton removed (``removed_apis``), helpers inlined and
+    block pointers rewritten, but not otherwise optimised (``triton_versions``)."""
+    from triton_overflow.lint import removed_apis
+    with removed_apis.restored():
+        built = sm90.build(jit_function, signature, constexprs, attrs,
+                           options={"supported_fp8_dtypes": EVERY_FP8})
     return triton_versions.analysis_passes(built.module), built.context
+
+
+# Every fp8 format Triton names, AMD's too: the addresses do not depend on which one a kernel
+# reads, and a kernel written for both vendors picks AMD's under a flag.
+EVERY_FP8 = ("fp8e4b15", "fp8e4b8", "fp8e4nv", "fp8e5", "fp8e5b16")
 
 
 class _CompilerOutput:

@@ -122,7 +122,11 @@ def plan(jit_function, configs=None, pointee=None):
             types[name] = "*" + pointee(name)
             notes.append(f"`{name}` holds {pointee(name)}, as the envelope says")
         elif name in usage.pointers:
+            bitcast = _BITCAST_POINTEES.get(usage.bitcast_widths.get(name))
+            dot = usage.dot_pointees.get(name)
             types[name] = ("*i64" if name in usage.address_tables else
+                           bitcast if bitcast else
+                           "*" + dot if dot and name not in usage.int_pointers else
                            "*i32" if name in usage.int_pointers else
                            "*i1" if name in usage.bool_pointers else "*fp32")
             if None in usage.compared.get(name, ()):
@@ -145,8 +149,19 @@ def plan(jit_function, configs=None, pointee=None):
                 pointer_fallbacks=_fallbacks(types, usage), notes=notes,
                 choices=choices, pair_variants=pair_variants,
                 co_guarding=_co_guarding(tree, set(choices)),
-                constexpr_fallbacks=[{name: value for name in numbers}
-                                     for value in GUESS_FALLBACKS] if numbers else [])
+                constexpr_fallbacks=_size_fallbacks(numbers, usage))
+
+
+def _size_fallbacks(numbers, usage):
+    """Other values for the guessed sizes ``numbers``: block sizes large and the other sizes
+    small (``BLOCK_M // SLICE_FACTOR`` must stay a tile ``tl.dot`` takes), then every one
+    alike, each value of ``GUESS_FALLBACKS`` in turn."""
+    if not numbers:
+        return []
+    blocks = [name for name in numbers if name in usage.blocks or "BLOCK" in name.upper()]
+    mixed = [{name: BLOCK_DEFAULT if name in blocks else 2 for name in numbers}] \
+        if blocks and len(blocks) < len(numbers) else []
+    return mixed + [{name: value for name in numbers} for value in GUESS_FALLBACKS]
 
 
 def _co_guarding(tree, names):
@@ -199,6 +214,11 @@ def _shown(value):
     return repr(value)
 
 
+# The element type of a pointer whose loaded values are bitcast to so many bits (32 bits: the
+# int or float guess stands, as either bitcasts).
+_BITCAST_POINTEES = {8: "*u8", 16: "*i16", 64: "*i64"}
+
+
 # Triton's own names of argument types, as a parameter's annotation gives them.
 _ANNOTATION_TYPES = {"int": "i32", "float": "fp32", "bool": "i1"}
 
@@ -236,12 +256,12 @@ def _constexpr_values(name, default, config_values, usage):
         value = True
     elif name in usage.compared:
         value = sorted(usage.compared[name], key=repr)[0]
-    elif name in usage.dtypes:
-        value = tl.float32
+    elif name in usage.dtypes or name.lower().endswith("dtype"):
+        value = tl.float32  # a dtype by its use, or by its name where a call takes it as is
+    elif name in usage.blocks:  # before a keyword's default: ``tl.range(..., step=BLOCK)``
+        value = BLOCK_DEFAULT
     elif name in usage.keyword_defaults:
         value = usage.keyword_defaults[name]
-    elif name in usage.blocks:
-        value = BLOCK_DEFAULT
     else:
         value = 16
     guessed = name not in config_values and default is NO_DEFAULT
@@ -294,6 +314,10 @@ def _fallbacks(types, usage):
     """Other pointer typings to try when the inferred one does not compile."""
     pointers = [n for n, t in types.items() if t.startswith("*") and n in usage.pointers]
     options = []
+    # What a bitcast's width or a tl.dot partner made of a pointer, undone: either may have
+    # been read off the wrong load.
+    options.append({n: "*i32" if n in usage.int_pointers else "*fp32" for n in pointers
+                    if n in usage.bitcast_widths or n in usage.dot_pointees})
     for name in usage.ambiguous:
         options.append({name: "i32"})
     options.append({n: "*i32" for n in pointers})

@@ -5,10 +5,11 @@ where the engine is not installed, or where the check is told not to run the fil
 name such an import would bind is a ``StandIn``: an object any expression can use (call it,
 take an attribute, unpack it, spread it as ``**kwargs``) without failing. Before a kernel is
 compiled, every stand-in it calls (``fast_tanh(x)``, ``engine_math.rsqrt(x)``) is replaced by a
-generated jit helper that returns its first argument unchanged: a value-only helper, which
-forms no address. An engine's own wrapper of a grid query (``tle.program_id(0)``) is the Triton
-function of its name instead, int32 as Triton gives it: a wrapper that widens it can only be
-seen where it loads. A finding that depends on one says so.
+generated jit helper that returns its first argument unchanged (a zero of a dtype it is
+given): a value-only helper, which forms no address. An engine's own wrapper of a grid query
+(``tle.program_id(0)``) is the Triton function of its name instead, int32 as Triton gives it:
+a wrapper that widens it can only be seen where it loads. A finding that depends on one says
+so.
 """
 
 import ast
@@ -128,10 +129,21 @@ def is_grid_query(path):
 # (so the loads that feed it are not dropped as dead code).
 SCALAR_RESULT = "the sum of its first argument"
 _SCALAR_BODY = """\
-    if len(a0.shape) > 0:
+    if isinstance(a0, tl.dtype):
+        scalar = tl.full([], 0, a0)
+    elif not hasattr(a0, "shape"):
+        scalar = a0
+    elif len(a0.shape) > 0:
         scalar = tl.sum(tl.ravel(a0).to(tl.float32), axis=0).to(tl.int32)
     else:
         scalar = a0.to(tl.int32)
+"""
+# A stand-in given a dtype (``get_dtype_min(x.dtype.element_ty)``) returns a value of it.
+_VALUE_BODY = """\
+    if isinstance({first}, tl.dtype):
+        value = tl.full([], 0, {first})
+    else:
+        value = {first}
 """
 
 
@@ -242,20 +254,25 @@ _COUNTER = [0]
 
 def _value_helper(path, positional, keywords, results, scalar=False):
     """A ``@triton.jit`` function that takes what the calls pass and returns its first
-    argument, or with ``scalar`` a scalar made from it (``results`` times, where a call
-    unpacks a tuple)."""
+    argument (a zero of it, where it is a dtype), or with ``scalar`` a scalar made from it;
+    where a call unpacks ``results`` values, that many: the first as many arguments, when it
+    is given that many, else the one value repeated."""
     import triton
     import triton.language as tl
     _COUNTER[0] += 1
     name = "stand_in_" + path.replace(".", "_")
     params = [f"a{i}" for i in range(positional)] + [k for k in keywords]
-    returned = "scalar" if scalar else params[0] if params else "0"
+    returned = "scalar" if scalar else "value" if params else "0"
     if is_grid_query(path) and params:
         axis = "axis" if "axis" in keywords and not positional else params[0]
         returned = f"tl.{path.rsplit('.', 1)[-1]}({axis})"
     value = returned if results == 1 else "(" + ", ".join([returned] * results) + ")"
+    if results > 1 and returned == "value" and positional >= results:
+        # ``b, o = merge(b, o, ...)``: each unpacked value is what was passed in its place.
+        value = "(" + ", ".join(params[:results]) + ")"
     signature = ", ".join(params[:1] + [f"{p}=None" for p in params[1:]])
-    body = _SCALAR_BODY if scalar else ""
+    body = _SCALAR_BODY if scalar else \
+        _VALUE_BODY.format(first=params[0]) if returned == "value" else ""
     source = f"def {name}({signature}):\n{body}    return {value}\n"
     filename = f"<overflow-lint stand-in {path} #{_COUNTER[0]}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)

@@ -8,6 +8,8 @@
   seed, or widened to int64 (a narrowing ``.to(tl.int32)`` is often of a float: no evidence);
   int64 when what is loaded becomes a pointer (a table of raw addresses); bool when it is only
   tested for truth or picks a ``tl.where``;
+* a pointer's elements have the width of what a ``bitcast`` turns its loaded values into
+  (``x.to(tl.float8e4nv, bitcast=True)`` reads bytes): the data is packed or quantised;
 * every branch that can pick an address (a ternary, ``tl.where``, an ``if`` assigning it)
   makes its base a pointer;
 * a parameter passed to float math is a float; one used as a block size, a dtype, a flag, or
@@ -42,6 +44,9 @@ class Usage(Addresses):
         self.address_tables = set()  # pointers whose loaded values are cast to pointers
         self.addresses_as_ints = set()  # int parameters cast to pointers: raw addresses
         self._cast_to_type_of = []  # (expression, name): cast to the type of name
+        self.bitcast_widths = {}  # pointer -> bits of what its loaded values are bitcast to
+        self._dtype_names = set()  # names used as a dtype, locals too
+        self.dot_pointees = {}  # pointer -> the float type its tl.dot partner is converted to
         self._int_uses = set()  # names used as integers
         self._read(tree)
 
@@ -69,6 +74,7 @@ class Usage(Addresses):
         for name in self.params:
             if name in self._int_uses:
                 self.floats.discard(name)
+        self.dtypes = self._aliased_params(self._dtype_names)
         for owner, name in self._cast_to_type_of:
             if name in self.pointers or self.bases(ast.Name(id=name)) & self.pointers:
                 self.address_tables |= self._loaded_from(owner)
@@ -107,6 +113,8 @@ class Usage(Addresses):
                 self.maybe_floats |= {n for n in syntax.names(arg) if n in self.params}
                 if isinstance(arg, ast.Name) and arg.id in self.params:
                     self.floats.add(arg.id)
+        elif name == "dot" and len(node.args) >= 2:
+            self._read_dot(node.args[0], node.args[1])
         elif name in ("to", "cast") and node.args:
             target = node.args[0] if name == "to" else syntax.argument(node, 1, "dtype")
             owner = node.func.value if name == "to" and isinstance(node.func, ast.Attribute) \
@@ -114,6 +122,10 @@ class Usage(Addresses):
             dtype = syntax.dtype_name(target) if target is not None else None
             if dtype in ops.WIDE_INT_TYPES and owner is not None:
                 self._mark_int(owner)  # widened as an index; a narrowing may convert a float
+            if owner is not None and _bitcast(node):
+                width = _bit_width(dtype)
+                for pointer in self._loaded_unconverted(owner) if width else ():
+                    self.bitcast_widths.setdefault(pointer, width)
             if isinstance(target, ast.Call) and syntax.call_name(target) == "pointer_type":
                 self.address_tables |= self._loaded_from(owner)
                 self.addresses_as_ints |= syntax.names(owner) & set(self.params)
@@ -122,25 +134,76 @@ class Usage(Addresses):
                 # ``tl.cast(loaded, other_ptr.dtype)``: a pointer's type, if it is a pointer.
                 self._cast_to_type_of.append((owner, target.value.id))
             if target is not None and name == "to":
-                self.dtypes |= syntax.names(target) & set(self.params)
+                self._dtype_names |= syntax.names(target)
         elif name in ("zeros", "full", "empty"):
             if node.args:
                 self.blocks |= syntax.names(node.args[0]) & set(self.params)
             dtype = syntax.argument(node, 1 if name != "full" else 2, "dtype")
             if dtype is not None:
-                self.dtypes |= syntax.names(dtype) & set(self.params)
+                self._dtype_names |= syntax.names(dtype)
         helper = self._helper(node)
         if helper is not None:
             self._read_helper_call(node, helper)
         for keyword in node.keywords:
             if keyword.arg == "dtype":
-                self.dtypes |= syntax.names(keyword.value) & set(self.params)
+                self._dtype_names |= syntax.names(keyword.value)
             elif isinstance(keyword.value, ast.Name) and keyword.value.id in self.params:
                 default = _keyword_default(name, keyword.arg)
                 if default is not NO_DEFAULT:
                     self.keyword_defaults.setdefault(keyword.value.id, default)
             if keyword.arg == "num_stages":
                 self.blocks.discard(getattr(keyword.value, "id", None))
+
+    def _read_dot(self, left, right):
+        """``tl.dot(a, b)`` takes two operands of one dtype: where one is converted to a float
+        type, a pointer the other is loaded from as is holds that type."""
+        for converted, loaded in ((left, right), (right, left)):
+            dtype = self._converted_to(converted, set())
+            for pointer in self._loaded_unconverted(loaded) if dtype else ():
+                self.dot_pointees.setdefault(pointer, dtype)
+
+    def _converted_to(self, expression, seen):
+        """The name of the float dtype ``expression`` is converted to (through reshapes and
+        local names), or None."""
+        if isinstance(expression, ast.Name) and expression.id in self.assigned and \
+                expression.id not in seen:
+            seen.add(expression.id)
+            found = {self._converted_to(value, seen) for value in self.assigned[expression.id]}
+            return found.pop() if len(found) == 1 else None
+        if not isinstance(expression, ast.Call):
+            return None
+        name = syntax.call_name(expression)
+        if name in _SHAPE_CALLS and expression.args:
+            return self._converted_to(expression.args[0], seen)
+        if name == "to" and expression.args and not _bitcast(expression):
+            dtype = _float_dtype(syntax.dtype_name(expression.args[0]))
+            return dtype
+        return None
+
+    def _aliased_params(self, names):
+        """The parameters among ``names``, and those a local name of them is set to
+        (``out_dtype = OUT_DTYPE``)."""
+        found, pending, seen = set(), list(names), set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in self.params:
+                found.add(name)
+            pending += [value.id for value in self.assigned.get(name, ())
+                        if isinstance(value, ast.Name)]
+        return found
+
+    def _loaded_unconverted(self, expression):
+        """Pointer parameters whose loaded values are ``expression`` as loaded, unconverted."""
+        if isinstance(expression, ast.Call) and syntax.call_name(expression) in ops.LOADS and \
+                expression.args:
+            return self.bases(expression.args[0])
+        if isinstance(expression, ast.Name) and expression.id in self.assigned:
+            return {pointer for pointer in self._loaded_from(expression)
+                    if self._directly_int(expression.id, pointer)}
+        return set()
 
     def _read_helper_call(self, node, helper):
         jit_helper, usage = helper
@@ -165,6 +228,10 @@ class Usage(Addresses):
                 self._forced_int_pointers |= self.bases(arg)
         if helper_param in usage._int_uses:
             self._mark_int(arg)
+        for pointer in self.bases(arg) if helper_param in usage.bitcast_widths else ():
+            self.bitcast_widths.setdefault(pointer, usage.bitcast_widths[helper_param])
+        for pointer in self.bases(arg) if helper_param in usage.dot_pointees else ():
+            self.dot_pointees.setdefault(pointer, usage.dot_pointees[helper_param])
         if isinstance(arg, ast.Name) and arg.id in self.params:
             # A constexpr passed on to a helper that branches on it: its values matter here.
             if helper_param in usage.compared:
@@ -252,6 +319,30 @@ class Usage(Addresses):
                             isinstance(literal_side, ast.Constant):
                         self.compared.setdefault(name_side.id, set()).add(literal_side.value)
             left = right
+
+
+def _bitcast(call):
+    """Whether a ``.to`` / ``tl.cast`` call says ``bitcast=True``."""
+    flag = syntax.argument(call, 2 if syntax.call_name(call) == "to" else 3, "bitcast")
+    return isinstance(flag, ast.Constant) and flag.value is True
+
+
+# Calls that keep their first argument's dtype.
+_SHAPE_CALLS = {"reshape", "view", "trans", "permute", "broadcast_to", "expand_dims"}
+
+
+def _float_dtype(dtype_name):
+    """Triton's short name of ``tl.<dtype_name>`` (``fp16``) where it is a float type."""
+    import triton.language as tl
+    dtype = getattr(tl, dtype_name or "", None)
+    return dtype.name if isinstance(dtype, tl.dtype) and dtype.is_floating() else None
+
+
+def _bit_width(dtype_name):
+    """The bits of Triton's ``tl.<dtype_name>``, or None where that names no dtype."""
+    import triton.language as tl
+    dtype = getattr(tl, dtype_name or "", None)
+    return dtype.primitive_bitwidth if isinstance(dtype, tl.dtype) else None
 
 
 def _keyword_default(function, keyword):
