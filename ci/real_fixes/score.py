@@ -12,7 +12,8 @@ installed) and scored:
 ``DIR/<owner>/<name>`` (or ``DIR/<owner>+<name>``) is a clone, bare or not, of each repository.
 The table says, per pair: the fixed sites reported at ``error`` before the fix, the residual
 products still at ``error`` after it, the other products of the fixed file at ``error``, the
-exit code after the fix, and the kernels that could not be checked.
+exit code after the fix, and the kernels that could not be checked; under it, how many
+products still at ``error`` sit on lines the fix rewrote (a widening the check does not see).
 """
 
 import argparse
@@ -51,7 +52,7 @@ def main(argv=None):
              if not args.repo or pair["repo"] in args.repo]
     totals = dict.fromkeys(("fixed", "hit", "residual", "residual_hit", "bounded",
                             "bounded_error", "not_checked", "clean", "clean_exit_0",
-                            "invalid_json"), 0)
+                            "invalid_json", "rewritten", "rewritten_error"), 0)
     totals["fixes"], totals["fixes_caught"] = set(), set()
     print("| pair | fixed sites at error before | residuals at error after | other products "
           "at error after | exit after | not checked |")
@@ -72,7 +73,8 @@ def main(argv=None):
             print(f"| {pair['repo']} {pair['path']} | no JSON report (a crash, or past "
                   f"{args.timeout} s) |||||")
             continue
-        row = _score(pair, report_before, report_after, code_after, totals, misses)
+        row = _score(pair, report_before, report_after, code_after, totals, misses,
+                     _rewritten_lines(pair, *sides[index]))
         print("| " + " | ".join(row) + " |")
     _summary(totals)
     if args.misses:
@@ -166,7 +168,17 @@ def _errors_on(report, line, product=None):
     return [f for f in (same or on_line) if f["level"] == "error"]
 
 
-def _score(pair, before, after, code_after, totals, misses):
+def _rewritten_lines(pair, before_path, after_path):
+    """The lines of the file after the fix that the fix rewrote: of the lines it changed
+    (``widened_after_lines``), those whose text, whitespace aside, the file before it does not
+    have (a line only reformatted, or moved, is not a widening)."""
+    before_text = _normal(before_path.read_text(errors="replace"))
+    after_lines = after_path.read_text(errors="replace").splitlines()
+    return {line for line in pair.get("widened_after_lines", [])
+            if 0 < line <= len(after_lines) and _normal(after_lines[line - 1]) not in before_text}
+
+
+def _score(pair, before, after, code_after, totals, misses, rewritten=frozenset()):
     fixed = pair["fixed_sites"]
     hit = [s for s in fixed if _errors_on(before, s["before_line"])]
     totals["fixes"].add(pair["fix_commit"])
@@ -185,6 +197,13 @@ def _score(pair, before, after, code_after, totals, misses):
     others_error = [f for f in others if f["level"] == "error"]
     misses += [f"error   {name}:{f['line']} (after) `{f['product']}` [{f['why']}]"
                for f in others_error]
+    # A product on a line the fix rewrote, not a recorded residual, still at error: the
+    # check does not see the widening.
+    still = [f for f in others_error if f["line"] in rewritten]
+    misses += [f"unseen  {name}:{f['line']} (after) `{f['product']}`: the fix rewrote this "
+               f"line" for f in still]
+    totals["rewritten"] += len(rewritten)
+    totals["rewritten_error"] += len(still)
     not_checked = len(before["not_checked"]) + len(after["not_checked"])
     for key, value in (("fixed", len(fixed)), ("hit", len(hit)), ("residual", len(residual)),
                        ("residual_hit", len(residual_hit)), ("bounded", len(others)),
@@ -209,6 +228,8 @@ def _summary(totals):
           f"{share(totals['residual_hit'], totals['residual'])}")
     print(f"other products of the fixed files at error: "
           f"{share(totals['bounded_error'], totals['bounded'])}")
+    print(f"products at error on the lines the fixes rewrote, not recorded residuals: "
+          f"{totals['rewritten_error']} (of {totals['rewritten']} lines rewritten)")
     print(f"fixed files without a residual that exit 0: "
           f"{share(totals['clean_exit_0'], totals['clean'])}")
     print(f"kernels not checked: {totals['not_checked']}; reports that are not JSON: "
