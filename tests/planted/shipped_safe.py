@@ -218,3 +218,17 @@ def descriptor_tiles_kernel(a_desc, out_ptr, stride, ab_dtype: tl.constexpr,
     rows = tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_K)
     tl.store(out_ptr + pid * stride + rows[:, None] * BLOCK_K + cols[None, :], tile)
+
+
+@triton.jit
+def _converted(x, compute_type: tl.constexpr):
+    return x.to(compute_type)
+
+
+@triton.jit
+def helper_dtype_kernel(x_ptr, out_ptr, stride, compute_type: tl.constexpr,
+                        BLOCK: tl.constexpr = 32):
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + offs)
+    tl.store(out_ptr + offs, _converted(x, compute_type))

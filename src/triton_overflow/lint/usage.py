@@ -232,6 +232,8 @@ class Usage(Addresses):
             self.bitcast_widths.setdefault(pointer, usage.bitcast_widths[helper_param])
         for pointer in self.bases(arg) if helper_param in usage.dot_pointees else ():
             self.dot_pointees.setdefault(pointer, usage.dot_pointees[helper_param])
+        if helper_param in usage.dtypes:
+            self._dtype_names |= syntax.names(arg)
         if isinstance(arg, ast.Name) and arg.id in self.params:
             # A constexpr passed on to a helper that branches on it: its values matter here.
             if helper_param in usage.compared:
