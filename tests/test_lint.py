@@ -739,3 +739,43 @@ def test_flags_that_guard_no_product_are_compiled_once_and_nested_ones_together(
     kernel = json.loads(done.stdout)["kernels"][0]
     assert [f["product"] for f in kernel["findings"]] == ["row * stride"], kernel
     assert kernel["variants_compiled"] <= 8, kernel["variants_compiled"]
+
+
+HEURISTIC_TILES_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.heuristics({
+    "BLOCK_H": lambda args: triton.next_power_of_2(args["group"]),
+    "BLOCK_QH": lambda args: args["BLOCK_Q"] * triton.next_power_of_2(args["group"]),
+})
+@triton.jit
+def grouped_heads_kernel(q_ptr, out_ptr, stride, group, BLOCK_Q: tl.constexpr,
+                         BLOCK_H: tl.constexpr, BLOCK_QH: tl.constexpr,
+                         BLOCK_D: tl.constexpr = 64):
+    row = tl.program_id(0)
+    offs_q = tl.arange(0, BLOCK_Q)
+    offs_h = tl.arange(0, BLOCK_H)
+    offs_d = tl.arange(0, BLOCK_D)
+    tile = (offs_q[:, None, None] * BLOCK_H + offs_h[None, :, None]) * BLOCK_D + \\
+        offs_d[None, None, :]
+    q = tl.load(q_ptr + row * stride + tile)
+    q = tl.reshape(q, (BLOCK_QH, BLOCK_D))
+    tl.store(out_ptr + offs_d[:, None] * BLOCK_D + offs_d[None, :], tl.dot(tl.trans(q), q))
+"""
+
+
+def test_sizes_a_kernel_computes_in_its_heuristics_are_tried_where_the_guesses_fail(tmp_path):
+    """``BLOCK_QH = BLOCK_Q * next_power_of_2(group)``: guessed alike, the sizes break the
+    reshape or the ``tl.dot`` after it (no one value fits both); computed by the kernel's own
+    heuristics from the other guesses, they compile and ``row * stride`` is found. (With
+    ``--no-exec`` no heuristic runs: it is the file's code.)"""
+    path = _write(tmp_path, "heuristic_tiles.py", HEURISTIC_TILES_KERNEL)
+    done = run_lint(path, "--format", "json")
+    report = json.loads(done.stdout)
+    assert report["not_checked"] == [], report["not_checked"]
+    (kernel, ) = report["kernels"]
+    assert [(f["product"], f["level"]) for f in kernel["findings"]] == \
+        [("row * stride", "error")], kernel["findings"]
+    assert any("BLOCK_QH = " in note for note in report["notes"]), report["notes"]

@@ -110,7 +110,8 @@ def check_kernel(kernel, facts=None, verify_fixes=False, envelope=None):
 
 def _check_kernel(kernel, facts, verify_fixes, envelope, returning="its first argument"):
     kernel_plan = plan(kernel.jit, kernel.configs,
-                       pointee=envelope.pointee if envelope is not None else None)
+                       pointee=envelope.pointee if envelope is not None else None,
+                       heuristics=kernel.heuristics)
     types, first_error, compiled = _first_compiling_types(kernel, kernel_plan)
     for start in _other_starts(kernel_plan) if compiled is None else ():
         found_types, _, compiled = _first_compiling_types(kernel, start, TYPINGS_PER_START)

@@ -37,6 +37,7 @@ class Kernel:
     line: int
     module: types.ModuleType
     configs: list = field(default_factory=list)  # autotune configs, if any
+    heuristics: dict = field(default_factory=dict)  # @triton.heuristics: name -> fn(args)
     wrappers: tuple = ()
     first_line: int = 0  # of its first decorator
     standins: list = field(default_factory=list)  # value-only helpers standing in for imports
@@ -332,6 +333,7 @@ def _kernels_of(module, file):
             continue
         kernels.append(Kernel(jit=jit, name=jit.fn.__name__, file=str(file), line=line,
                               module=module, configs=_configs(wrapper),
+                              heuristics=_heuristics(wrapper),
                               wrappers=_wrappers(wrapper), first_line=line,
                               standins=[r for r in replaced if _calls(jit, r)]))
     return kernels, helpers
@@ -350,6 +352,20 @@ def _configs(wrapper):
             return list(configs)
         wrapper = getattr(wrapper, "fn", None)
     return []
+
+
+def _heuristics(wrapper):
+    """{constexpr: function of the launch's arguments} of every ``@triton.heuristics`` in
+    the stack, the outermost last (it runs last, and may read what an inner one set)."""
+    stack, seen = [], set()
+    while wrapper is not None and id(wrapper) not in seen:
+        seen.add(id(wrapper))
+        values = getattr(wrapper, "values", None)
+        if type(wrapper).__name__ == "Heuristics" and isinstance(values, dict):
+            stack.append(values)
+        wrapper = getattr(wrapper, "fn", None)
+    return {name: fn for values in reversed(stack) for name, fn in values.items()
+            if callable(fn)}
 
 
 def _wrappers(wrapper):

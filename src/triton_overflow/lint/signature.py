@@ -27,6 +27,8 @@ BLOCK_DEFAULT = 128
 # Where the guessed sizes break the kernel's own rules (a power-of-two tl.arange of a sum, a
 # tl.static_assert, Triton's limit on a tile's elements), every guessed size is tried at these.
 GUESS_FALLBACKS = (16, 32, 64, 8, 256, 4, 2, 1)
+# The most elements Triton takes in one tile (``tl.arange``'s range, a block's numel).
+MAX_TILE = 2**20
 POINTER = "<pointer>"  # in a variant: the parameter stays a pointer (not None)
 
 
@@ -88,9 +90,11 @@ class VariantSearch:
         return _dedup([variant for variant in grid if variant not in self.first_round])
 
 
-def plan(jit_function, configs=None, pointee=None):
+def plan(jit_function, configs=None, pointee=None, heuristics=None):
     """The ``Plan`` of a ``JITFunction``; ``configs`` are autotune configs (``.kwargs``);
-    ``pointee(name)`` gives the element type a deployment states for a pointer, or None."""
+    ``pointee(name)`` gives the element type a deployment states for a pointer, or None;
+    ``heuristics`` (``@triton.heuristics``' functions by constexpr) give the sizes tried first
+    where the guessed ones do not compile."""
     tree = function_tree(jit_function)
     params = [p.name for p in jit_function.params]
     usage = Usage(tree, params, jit_function.fn.__globals__)
@@ -149,7 +153,48 @@ def plan(jit_function, configs=None, pointee=None):
                 pointer_fallbacks=_fallbacks(types, usage), notes=notes,
                 choices=choices, pair_variants=pair_variants,
                 co_guarding=_co_guarding(tree, set(choices)),
-                constexpr_fallbacks=_size_fallbacks(numbers, usage))
+                constexpr_fallbacks=_heuristic_sizes(heuristics, constexprs, numbers, types)
+                + _size_fallbacks(numbers, usage))
+
+
+# What a heuristic reads for a launch's int argument (``next_power_of_2(args["head_dim"])``):
+# a small size, so that sizes it multiplies together stay a tile Triton takes.
+HEURISTIC_INT = 16
+
+
+class _LaunchArguments(dict):
+    """The ``args`` a heuristic is given: the constexprs' values, a stand-in pointer for a
+    pointer argument (not None), ``HEURISTIC_INT`` for an int one."""
+
+    def __init__(self, constexprs, types):
+        super().__init__(constexprs)
+        self.types = types
+
+    def __missing__(self, name):
+        kind = self.types.get(name, "")
+        if kind.startswith("*"):
+            return object()
+        if kind.startswith(("i", "u")):
+            return HEURISTIC_INT
+        raise KeyError(name)
+
+
+def _heuristic_sizes(heuristics, constexprs, numbers, types):
+    """The guessed sizes (``numbers``) as the kernel's own heuristics compute them from the
+    other guesses (``BLOCK_QH = BLOCK_Q * next_power_of_2(group)``), as one fallback: [] where
+    none computes a size."""
+    if not heuristics:
+        return []
+    args = _LaunchArguments(constexprs, types)
+    computed = {}
+    for name, function in heuristics.items():
+        try:
+            value = function(args)
+        except Exception:  # noqa: BLE001 - a heuristic that needs what is not known here
+            continue
+        if name in numbers and type(value) is int and 0 < value <= MAX_TILE:
+            args[name] = computed[name] = value
+    return [computed] if computed else []
 
 
 def _size_fallbacks(numbers, usage):
