@@ -232,3 +232,17 @@ def helper_dtype_kernel(x_ptr, out_ptr, stride, compute_type: tl.constexpr,
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + row * stride + offs)
     tl.store(out_ptr + offs, _converted(x, compute_type))
+
+
+@triton.jit
+def _normed_row(x, out_row_ptr, offs, mask):
+    tl.store(out_row_ptr + offs, x.to(out_row_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def helper_row_kernel(x_ptr, out_ptr, stride, HIDDEN: tl.constexpr, BLOCK: tl.constexpr = 32):
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < HIDDEN
+    x = tl.load(x_ptr + row * stride + offs, mask=mask)
+    _normed_row(x, out_ptr + row * HIDDEN, offs, mask)

@@ -134,19 +134,19 @@ class Usage(Addresses):
                 # ``tl.cast(loaded, other_ptr.dtype)``: a pointer's type, if it is a pointer.
                 self._cast_to_type_of.append((owner, target.value.id))
             if target is not None and name == "to":
-                self._dtype_names |= syntax.names(target)
+                self._dtype_names |= _named_dtypes(target)
         elif name in ("zeros", "full", "empty"):
             if node.args:
                 self.blocks |= syntax.names(node.args[0]) & set(self.params)
             dtype = syntax.argument(node, 1 if name != "full" else 2, "dtype")
             if dtype is not None:
-                self._dtype_names |= syntax.names(dtype)
+                self._dtype_names |= _named_dtypes(dtype)
         helper = self._helper(node)
         if helper is not None:
             self._read_helper_call(node, helper)
         for keyword in node.keywords:
             if keyword.arg == "dtype":
-                self._dtype_names |= syntax.names(keyword.value)
+                self._dtype_names |= _named_dtypes(keyword.value)
             elif isinstance(keyword.value, ast.Name) and keyword.value.id in self.params:
                 default = _keyword_default(name, keyword.arg)
                 if default is not NO_DEFAULT:
@@ -233,7 +233,7 @@ class Usage(Addresses):
         for pointer in self.bases(arg) if helper_param in usage.dot_pointees else ():
             self.dot_pointees.setdefault(pointer, usage.dot_pointees[helper_param])
         if helper_param in usage.dtypes:
-            self._dtype_names |= syntax.names(arg)
+            self._dtype_names |= _named_dtypes(arg)
         if isinstance(arg, ast.Name) and arg.id in self.params:
             # A constexpr passed on to a helper that branches on it: its values matter here.
             if helper_param in usage.compared:
@@ -321,6 +321,16 @@ class Usage(Addresses):
                             isinstance(literal_side, ast.Constant):
                         self.compared.setdefault(name_side.id, set()).add(literal_side.value)
             left = right
+
+
+def _named_dtypes(expression):
+    """The names ``expression`` gives as a dtype: itself where it is a name, either side of a
+    ternary; not what a dtype is read from (``out_ptr.dtype.element_ty``)."""
+    if isinstance(expression, ast.Name):
+        return {expression.id}
+    if isinstance(expression, ast.IfExp):
+        return _named_dtypes(expression.body) | _named_dtypes(expression.orelse)
+    return set()
 
 
 def _bitcast(call):
