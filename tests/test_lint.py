@@ -779,3 +779,5 @@ def test_sizes_a_kernel_computes_in_its_heuristics_are_tried_where_the_guesses_f
     assert [(f["product"], f["level"]) for f in kernel["findings"]] == \
         [("row * stride", "error")], kernel["findings"]
     assert any("BLOCK_QH = " in note for note in report["notes"]), report["notes"]
+    untrusted = json.loads(run_lint(path, "--format", "json", "--no-exec").stdout)
+    assert [p["kernel"] for p in untrusted["not_checked"]] == ["grouped_heads_kernel"]

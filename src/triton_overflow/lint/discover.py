@@ -267,6 +267,9 @@ def _find_in_file(file, found, execute):
     if note:
         found.notes.append(f"{_shown(str(file), None)}: {note}")
     kernels, helpers = _kernels_of(module, file)
+    if not execute:  # a heuristic is the file's own code: it is not called
+        for kernel in kernels:
+            kernel.heuristics = {}
     found.kernels += kernels
     reached = [(k.name, k.first_line) for k in kernels] + list(helpers)
     for function in declared:
