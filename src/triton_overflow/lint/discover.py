@@ -346,37 +346,31 @@ def _calls(jit, path):
     return path.split(".")[0] in (jit.src or "")
 
 
-def _configs(wrapper):
+def _stack(wrapper):
+    """Each object of a decorator stack, outermost first, down its ``.fn`` chain."""
     seen = set()
     while wrapper is not None and id(wrapper) not in seen:
         seen.add(id(wrapper))
-        configs = getattr(wrapper, "configs", None)
-        if configs:
-            return list(configs)
+        yield wrapper
         wrapper = getattr(wrapper, "fn", None)
-    return []
+
+
+def _configs(wrapper):
+    return next((list(layer.configs) for layer in _stack(wrapper)
+                 if getattr(layer, "configs", None)), [])
 
 
 def _heuristics(wrapper):
     """{constexpr: function of the launch's arguments} of every ``@triton.heuristics`` in
     the stack, the outermost last (it runs last, and may read what an inner one set)."""
-    stack, seen = [], set()
-    while wrapper is not None and id(wrapper) not in seen:
-        seen.add(id(wrapper))
-        values = getattr(wrapper, "values", None)
-        if type(wrapper).__name__ == "Heuristics" and isinstance(values, dict):
-            stack.append(values)
-        wrapper = getattr(wrapper, "fn", None)
+    stack = [layer.values for layer in _stack(wrapper) if type(layer).__name__ == "Heuristics"
+             and isinstance(getattr(layer, "values", None), dict)]
     return {name: fn for values in reversed(stack) for name, fn in values.items()
             if callable(fn)}
 
 
 def _wrappers(wrapper):
-    names, seen = [], set()
-    while wrapper is not None and id(wrapper) not in seen:
-        seen.add(id(wrapper))
-        names.append(type(wrapper).__name__)
-        wrapper = getattr(wrapper, "fn", None)
+    names = [type(layer).__name__ for layer in _stack(wrapper)]
     return tuple(names[:-2]) if len(names) > 1 else ()
 
 

@@ -122,10 +122,9 @@ class Usage(Addresses):
             dtype = syntax.dtype_name(target) if target is not None else None
             if dtype in ops.WIDE_INT_TYPES and owner is not None:
                 self._mark_int(owner)  # widened as an index; a narrowing may convert a float
-            if owner is not None and _bitcast(node):
-                width = _bit_width(dtype)
-                for pointer in self._loaded_unconverted(owner) if width else ():
-                    self.bitcast_widths.setdefault(pointer, width)
+            bitcast_to = _triton_dtype(dtype) if owner is not None and _bitcast(node) else None
+            for pointer in self._loaded_unconverted(owner) if bitcast_to is not None else ():
+                self.bitcast_widths.setdefault(pointer, bitcast_to.primitive_bitwidth)
             if isinstance(target, ast.Call) and syntax.call_name(target) == "pointer_type":
                 self.address_tables |= self._loaded_from(owner)
                 self.addresses_as_ints |= syntax.names(owner) & set(self.params)
@@ -176,8 +175,8 @@ class Usage(Addresses):
         if name in _SHAPE_CALLS and expression.args:
             return self._converted_to(expression.args[0], seen)
         if name == "to" and expression.args and not _bitcast(expression):
-            dtype = _float_dtype(syntax.dtype_name(expression.args[0]))
-            return dtype
+            dtype = _triton_dtype(syntax.dtype_name(expression.args[0]))
+            return dtype.name if dtype is not None and dtype.is_floating() else None
         return None
 
     def _aliased_params(self, names):
@@ -343,18 +342,11 @@ def _bitcast(call):
 _SHAPE_CALLS = {"reshape", "view", "trans", "permute", "broadcast_to", "expand_dims"}
 
 
-def _float_dtype(dtype_name):
-    """Triton's short name of ``tl.<dtype_name>`` (``fp16``) where it is a float type."""
+def _triton_dtype(dtype_name):
+    """Triton's ``tl.<dtype_name>``, or None where that names no dtype."""
     import triton.language as tl
     dtype = getattr(tl, dtype_name or "", None)
-    return dtype.name if isinstance(dtype, tl.dtype) and dtype.is_floating() else None
-
-
-def _bit_width(dtype_name):
-    """The bits of Triton's ``tl.<dtype_name>``, or None where that names no dtype."""
-    import triton.language as tl
-    dtype = getattr(tl, dtype_name or "", None)
-    return dtype.primitive_bitwidth if isinstance(dtype, tl.dtype) else None
+    return dtype if isinstance(dtype, tl.dtype) else None
 
 
 def _keyword_default(function, keyword):
