@@ -382,6 +382,61 @@ def test_tensors_wider_or_taller_than_activations_are_known_by_their_kernel_and_
     assert levels[(36, "row * stride_x")][0] == "warning", levels
 
 
+MATRIX_MULTIPLY = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def block_scaled_matmul_kernel(A, B, C, As, stride_am, stride_bn, stride_cm, stride_as, M, N,
+                               K: tl.constexpr = 32, BLOCK: tl.constexpr = 16):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rows = (pid_m * BLOCK + tl.arange(0, BLOCK)) % M
+    cols = (pid_n * BLOCK + tl.arange(0, BLOCK)) % N
+    ks = tl.arange(0, K)
+    a = tl.load(A + rows[:, None] * stride_am + ks[None, :])
+    b = tl.load(B + cols[None, :] * stride_bn + ks[:, None])
+    scale = tl.load(As + rows * stride_as)
+    c = tl.dot(a, b) * scale[:, None]
+    tl.store(C + rows[:, None] * stride_cm + cols[None, :], c)
+
+
+@triton.jit
+def per_token_quant_deep_gemm_kernel(y_ptr, y_q_ptr, stride_y, BLOCK: tl.constexpr = 64):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    y = tl.load(y_ptr + row * stride_y + cols)
+    tl.store(y_q_ptr + row * stride_y + cols, y.to(tl.float8e4nv))
+'''
+
+
+def test_a_matrix_multiplys_rows_of_tokens_are_as_wide_as_an_mlp(tmp_path):
+    """In a kernel that multiplies tiles and says so in its name, the operands its rows of
+    tokens index (``A``, ``C``) are ``[tokens, intermediate]``, past 2**31 in serving (a down
+    projection reads that wide); its weight (``B``) and a one-letter operand's scales (``As``)
+    are not. A quantizer named after a GEMM library multiplies nothing: its rows are
+    activations."""
+    (tmp_path / "gemm.py").write_text(MATRIX_MULTIPLY)
+    done = run_lint(tmp_path / "gemm.py", "--format", "json", "--envelope", "serving")
+    levels = _levels(done)
+    reach = {(f["line"], f["product"]): f["reach"]
+             for k in json.loads(done.stdout)["kernels"] for f in k["findings"]}
+    serving = envelope.preset("serving")
+    for line, product, tensor in ((14, "rows[:, None] * stride_am", "A"),
+                                  (18, "rows[:, None] * stride_cm", "C")):
+        level, why, _ = levels[(line, product)]
+        assert level == "error" and f"`{tensor}` ({envelope.MATMUL_OPERANDS[1]}" in why, why
+    for line, product, tensor, shape in (
+            (15, "cols[None, :] * stride_bn", "B", envelope.ACTIVATIONS[0]),
+            (16, "rows * stride_as", "As", envelope.SCALES[0]),
+            (25, "row * stride_y", "y_ptr", envelope.ACTIVATIONS[0]),
+            (26, "row * stride_y", "y_q_ptr", envelope.ACTIVATIONS[0])):
+        assert levels[(line, product)][0] == "warning", levels[(line, product)]
+        assert levels[(line, product)][2] == [tensor]
+        assert reach[(line, product)] == serving.size(shape) < 2**31
+
+
 @pytest.mark.parametrize("name, expected", [
     ("K_Buffer", {"k", "buffer"}), ("KCache", {"k", "cache"}),
     ("kv_cache_ptr", {"kv", "cache", "ptr"}), ("expert_offsets", {"expert", "offset"}),
@@ -534,6 +589,7 @@ def test_a_tile_on_grid_axis_1_beside_the_row_is_a_column(tmp_path):
     ("logits_ptr", envelope.TRAINING_TENSORS[1][2]), ("max_logits", envelope.STATISTICS[1]),
     ("probs_lse", envelope.STATISTICS[1]), ("Rstd", envelope.STATISTICS[1]),
     ("x_scale_ptr", envelope.SCALES[1]), ("a_sf", envelope.SCALES[1]),
+    ("Bs", envelope.SCALES[1]), ("y_s_ptr", envelope.SCALES[1]), ("zeros_ptr", envelope.SCALES[1]),
     ("descale_q_ptr", envelope.SCALES[1]), ("loss_ptr", envelope.STATISTICS[1]),
     ("dloss_ptr", envelope.STATISTICS[1]),
     ("dlse", envelope.STATISTICS[1]), ("dx_ptr", "an activation"), ("data_ptr", "an activation"),

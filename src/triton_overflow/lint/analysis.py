@@ -22,7 +22,7 @@ from triton_overflow import triton_versions
 from triton_overflow.lint.fixes import Fix, widenings
 from triton_overflow.lint.flow import Flow, is_i32
 from triton_overflow.lint.levels import ERROR, LEVELS, WARNING, Levels
-from triton_overflow.lint.ops import (BROADCASTS, DIVISIONS, INT_WIDENINGS, PRODUCTS,
+from triton_overflow.lint.ops import (BROADCASTS, DIVISIONS, DOTS, INT_WIDENINGS, PRODUCTS,
                                       REMAINDERS, SHAPE_OPS)
 from triton_overflow.lint.ranges import INT32_LIMIT, Ranges
 from triton_overflow.lint.rules import OffsetProduct, Rule
@@ -55,6 +55,7 @@ class Finding:
     scaled: bool = field(default=False, compare=False)  # multiplied again before the address
     divided: bool = field(default=False, compare=False)  # a side is a quotient (token // top_k)
     outer: bool = field(default=False, compare=False)  # a batch or head on grid axis 1 or 2
+    matmul: bool = field(default=False, compare=False)  # its kernel multiplies tiles (tl.dot)
     # a block pointer's coordinate: Triton multiplies it by the stride in 64 bits
     block_coordinate: bool = field(default=False, compare=False)
     reach: int | None = field(default=None, compare=False)  # elements its tensor can hold
@@ -112,6 +113,7 @@ def find_products(graph, kernel_name, ranges_env=None):
     alone = _alone_in_addresses(addresses)
     findings, keys = {}, {}
     products = {**scaled_products, **direct_products}
+    matmul = any(op.name in DOTS for op in graph.ops)
     for index, op in sorted(products.items()):
         finding = _product_finding(op, flow, static, ranges, kernel_name, levels,
                                    direct=index in direct_products,
@@ -123,6 +125,7 @@ def find_products(graph, kernel_name, ranges_env=None):
                               scaled=index not in direct_products,
                               divided=levels.divided(op),
                               outer=levels.outer_on_grid(op) and index not in inner | alone,
+                              matmul=matmul,
                               roots=tuple(_roots(flow, op, products)),
                               indexes=_indexes(flow, op))
             if index in inner and finding.level == ERROR and ranges is None:

@@ -58,8 +58,10 @@ _STATISTIC_WORDS = {"max", "min", "sum", "lse", "mean", "argmax", "argmin", "log
 STATISTICS = ("tokens * heads", "a statistic of each row (a token's, or a token's head's)")
 # A scale per group of values (``x_scale``, ``a_sf``, ``descale_q``): at least 16 values to a
 # scale (NVFP4's group; MXFP8's is 32, a 1x128 block's 128).
-_SCALE_WORDS = {"scale", "descale", "sf"}
+_SCALE_WORDS = {"scale", "descale", "sf", "zero"}
 SCALES = ("tokens * hidden / 16", "a scale per group of at least 16 values")
+# A one-letter operand's scales: ``As``, ``Bs``, ``x_s``, ``y_s_ptr``.
+_SCALE_OF_OPERAND = re.compile(r"([A-Z]s|[A-Za-z]_s)(_ptr)?")
 # A KV cache, however a kernel spells it (``k_cache``, ``KCache``, ``K_Buffer``,
 # ``kv_pool``, ``kv_c_and_k_pe_cache``): a word for keys or values first or just before a word
 # for a store (not ``index_k_rope_cos_sin_cache``, a table of positions).
@@ -85,8 +87,18 @@ INDEX_TABLES = ("tokens * heads * topk", "an index table (an entry per token, he
 _INDEX_TABLE_WORDS = _TABLE_WORDS - _SCALE_WORDS - {"cumsum"}
 GATED_ACTIVATIONS = ("tokens * 2 * intermediate", "a gated MLP's activation (gate and up)")
 _GATE_WORDS = {"silu", "gelu", "swiglu", "geglu", "swish", "act", "activation"}
+# A matrix multiply serves every layer: the operands its rows of tokens index (``a_ptr``,
+# ``c_ptr``) are as wide as the widest one, an MLP's down projection reading ``[tokens,
+# intermediate]`` (the LM head's ``[tokens, vocab]`` is wider still). Its weight (``b_ptr``,
+# ``w``, ``qweight``) is no row of tokens: an activation's size at most, as any tensor no word
+# names.
+MATMUL_OPERANDS = ("tokens * intermediate",
+                   "a matrix multiply's operand (tokens x an MLP's intermediate width)")
+_MATMUL_WORDS = {"mm", "matmul", "gemm", "bmm", "gemv"}
+_WEIGHT_WORDS = {"b", "w", "weight", "qweight"}
 ACTIVATIONS = ("tokens * hidden", "an activation")
-_ACTIVATION_KINDS = {ACTIVATIONS[1], MOE_ACTIVATIONS[1], GATED_ACTIVATIONS[1]}
+_ACTIVATION_KINDS = {ACTIVATIONS[1], MOE_ACTIVATIONS[1], GATED_ACTIVATIONS[1],
+                     MATMUL_OPERANDS[1]}
 # Envelopes by name, for ``--envelope NAME`` or ``preset = "NAME"`` in a file: what they are,
 # their dimensions beyond the serving ones, and their built-in tensors. ``serving`` is the
 # default; ``none`` (no envelope) lets the shape decide.
@@ -143,11 +155,12 @@ class Envelope:
                 return pointee
         return None
 
-    def reach(self, file, kernel, argument, divided=False):
+    def reach(self, file, kernel, argument, divided=False, matmul=False):
         """The ``Reach`` of pointer argument ``argument`` of ``kernel`` in ``file``, indexed by
-        a row ``divided`` first or not: the team's patterns, then the built-in ones, then a KV
-        cache, a statistic of each row or a scale by its words, then an activation as the
-        kernel makes it (an index table by its words is smaller)."""
+        a row ``divided`` first or not, in a kernel that multiplies tiles (``matmul``) or not:
+        the team's patterns, then the built-in ones, then a KV cache, a statistic of each row
+        or a scale by its words, then an activation as the kernel makes it (an index table by
+        its words is smaller)."""
         qualified = f"{Path(file).as_posix()}:{kernel}:{argument}"
         named = words(argument)
         statistic = any(word in _STATISTIC_WORDS or word[:1] == "d" and
@@ -162,23 +175,27 @@ class Envelope:
             return Reach(argument, *KV_CACHE, self.size(KV_CACHE[0]))
         if statistic:
             return Reach(argument, *STATISTICS, self.size(STATISTICS[0]))
-        if named & _SCALE_WORDS:
+        if named & _SCALE_WORDS or _SCALE_OF_OPERAND.fullmatch(argument):
             return Reach(argument, *SCALES, self.size(SCALES[0]))
         if named & _INDEX_TABLE_WORDS:
             return Reach(argument, *INDEX_TABLES, self.size(INDEX_TABLES[0]))
-        return self.activation(argument, kernel, divided)
+        return self.activation(argument, kernel, divided, matmul)
 
-    def activation(self, tensor, kernel="", divided=False):
+    def activation(self, tensor, kernel="", divided=False, matmul=False):
         """The ``Reach`` of a tensor no pattern names: an activation, ``[tokens, hidden]``
         unless the kernel's name says it is a mixture of experts' (and the tensor is no index
-        table, nor indexed by a row divided first, ``token // top_k``: that row is a token's)
-        or a gated MLP's (an activation and a multiply)."""
+        table, nor indexed by a row divided first, ``token // top_k``: that row is a token's),
+        a gated MLP's (an activation and a multiply), or a matrix multiply's (and the kernel
+        multiplies tiles: ``deep_gemm`` in a quantizer's name is not one)."""
         kernel_words, small = words(kernel), bool(words(tensor) & _TABLE_WORDS)
         if kernel_words & _MOE_WORDS and not small and not divided:
             shape, what = MOE_ACTIVATIONS
         elif (kernel_words & _GATE_WORDS and "mul" in kernel_words or
               kernel_words & {"swiglu", "geglu"}) and not small:
             shape, what = GATED_ACTIVATIONS
+        elif matmul and kernel_words & _MATMUL_WORDS and not small and \
+                not words(tensor) - {"ptr"} <= _WEIGHT_WORDS:
+            shape, what = MATMUL_OPERANDS
         else:
             shape, what = ACTIVATIONS
         return Reach(tensor, shape, what, self.size(shape))
@@ -380,7 +397,8 @@ def judged(finding, envelope, shown_file):
     runs_over_rows = finding.grows and not finding.scaled and not finding.block_coordinate
     # A product no argument names (an address from a table of addresses) is an activation:
     # the kernel's name says what its tensors are, not what such an address points to.
-    reaches = [envelope.reach(shown_file, finding.kernel, tensor, finding.divided)
+    reaches = [envelope.reach(shown_file, finding.kernel, tensor, finding.divided,
+                              finding.matmul)
                for tensor in finding.tensors] or [envelope.activation(_UNNAMED)]
     widest = max(reaches, key=lambda r: r.elements)
     said = (f"`{widest.tensor}` ({widest.what}, {widest.shape}) holds at most "

@@ -32,6 +32,8 @@ WIDE_INT_TYPES = frozenset({"int64", "uint64"})
 # Ops whose result is what memory held: a load, or an atomic's old value.
 LOADED_VALUE_OPS = frozenset({"tt.load", "tt.atomic_rmw", "tt.atomic_cas"})
 PRODUCTS = frozenset({"arith.muli", "arith.shli"})
+# Ops that multiply tiles of matrices: a kernel holding one is a matrix multiply's.
+DOTS = frozenset({"tt.dot", "tt.dot_scaled"})
 INT_WIDENINGS = frozenset({"arith.extsi", "arith.extui"})
 INT_CASTS = INT_WIDENINGS | {"arith.trunci", "arith.index_cast", "arith.index_castui"}
 BROADCASTS = frozenset({"tt.splat", "tt.broadcast", "tt.expand_dims"})
