@@ -188,6 +188,7 @@ def _score(pair, before, after, code_after, totals, misses, rewritten=frozenset(
     for site in fixed:
         if site not in hit:
             said = [f for f in _findings(before) if f["line"] == site["before_line"]]
+            said = [f for f in said if _normal(f["product"]) == _normal(site["product"])] or said
             misses.append(f"missed  {name}:{site['before_line']} `{site['product']}` "
                           f"[{said[0]['level'] + ': ' + said[0]['why'] if said else 'no finding'}]")
     residual = pair["residual_sites"]
