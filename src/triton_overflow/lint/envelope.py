@@ -60,8 +60,8 @@ STATISTICS = ("tokens * heads", "a statistic of each row (a token's, or a token'
 # scale (NVFP4's group; MXFP8's is 32, a 1x128 block's 128).
 _SCALE_WORDS = {"scale", "descale", "sf", "zero"}
 SCALES = ("tokens * hidden / 16", "a scale per group of at least 16 values")
-# A one-letter operand's scales: ``As``, ``Bs``, ``x_s``, ``y_s_ptr``.
-_SCALE_OF_OPERAND = re.compile(r"([A-Z]s|[A-Za-z]_s)(_ptr)?")
+# A one-letter operand's scales: ``As``, ``Bs``, ``x_s``, ``y_s_ptr``, ``as_ptr``.
+_SCALE_OF_OPERAND = re.compile(r"([A-Z]s|[A-Za-z]_s)(_ptr)?|[a-z]s_ptr")
 # A KV cache, however a kernel spells it (``k_cache``, ``KCache``, ``K_Buffer``,
 # ``kv_pool``, ``kv_c_and_k_pe_cache``): a word for keys or values first or just before a word
 # for a store (not ``index_k_rope_cos_sin_cache``, a table of positions).
