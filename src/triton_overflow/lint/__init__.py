@@ -108,7 +108,8 @@ def check_kernel(kernel, facts=None, verify_fixes=False, envelope=None):
                              returning=standins.SCALAR_RESULT)
 
 
-def _check_kernel(kernel, facts, verify_fixes, envelope, returning="its first argument"):
+def _check_kernel(kernel, facts, verify_fixes, envelope,
+                  returning="its first argument (each argument, where a call unpacks it)"):
     kernel_plan = plan(kernel.jit, kernel.configs,
                        pointee=envelope.pointee if envelope is not None else None,
                        heuristics=kernel.heuristics)
