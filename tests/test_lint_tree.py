@@ -322,3 +322,43 @@ def test_kernels_an_engine_hides_from_a_plain_import_are_checked(tmp_path, sourc
     assert not report["not_checked"], report["not_checked"]
     assert [k["kernel"] for k in report["kernels"]] == ["rows_kernel"], report
     assert report["kernels"][0]["findings"], report
+
+
+TRITON_NAMES_IN_A_TRY = '''
+import triton
+import triton.language as tl
+from triton.language import core
+
+try:
+    from triton.language.extra import libdevice
+except ImportError:
+    libdevice = None
+
+try:
+    # Triton 3.6 needs its helper wrapped to call it in a kernel; older ones did not
+    int_dtype_of = triton.runtime.jit.constexpr_function(core.get_int_dtype)
+except Exception:
+    int_dtype_of = None
+
+
+@triton.jit
+def flip_kernel(x_ptr, stride, BLOCK: tl.constexpr = 128):
+    row = tl.program_id(0)
+    x = libdevice.exp(tl.load(x_ptr + row * stride + tl.arange(0, BLOCK)))
+    idtype = int_dtype_of(bitwidth=x.dtype.primitive_bitwidth, signed=True)
+    tl.store(x_ptr + row * stride + tl.arange(0, BLOCK), (x.to(idtype, bitcast=True) ^ 1).to(
+        x.dtype, bitcast=True))
+'''
+
+
+@pytest.mark.parametrize("no_exec", [False, True], ids=["default", "no-exec"])
+def test_names_a_try_binds_from_triton_are_bound_without_running_the_file(tmp_path, no_exec):
+    """Triton's own modules and API are not the file's code: ``--no-exec`` binds what a
+    module-level ``try`` imports from Triton or makes with a call of Triton's, and the
+    handler, which runs only when that fails, does not bind it again (to ``None``)."""
+    (tmp_path / "flip.py").write_text(TRITON_NAMES_IN_A_TRY)
+    report = _report(run_lint("flip.py", "--format", "json",
+                              *(["--no-exec"] if no_exec else []), cwd=tmp_path))
+    assert not report["not_checked"], report["not_checked"]
+    [kernel] = report["kernels"]
+    assert {f["product"] for f in kernel["findings"]} == {"row * stride"}, kernel

@@ -166,7 +166,9 @@ def _run_tolerantly(statement, file, module, left_out, execute):
         return
     compound = statements.inner_statements(statement)
     if not execute:
-        if compound is not None:
+        if isinstance(statement, ast.Try):
+            _bind_try_without_running(statement, file, module, left_out)
+        elif compound is not None:
             for inner in compound:
                 _run_tolerantly(inner, file, module, left_out, execute)
         elif _is_literal_assignment(statement):
@@ -183,6 +185,33 @@ def _run_tolerantly(statement, file, module, left_out, execute):
             return
         for inner in compound:
             _run_tolerantly(inner, file, module, left_out, execute)
+
+
+def _bind_try_without_running(statement, file, module, left_out):
+    """A module-level ``try``, read without running the file: its handlers bind only what its
+    body could not (``from triton.language.extra import libdevice``, else ``libdevice =
+    None``), as running it would."""
+    namespace = module.__dict__
+    for inner in statement.body:
+        _run_tolerantly(inner, file, module, left_out, execute=False)
+    bound = {name for inner in statement.body for name in _assigned_names(inner)
+             if name in namespace}
+    for handler in statement.handlers:
+        for inner in handler.body:
+            if not _assigned_names(inner) or not _assigned_names(inner) <= bound:
+                _run_tolerantly(inner, file, module, left_out, execute=False)
+    for inner in statement.orelse + statement.finalbody:
+        _run_tolerantly(inner, file, module, left_out, execute=False)
+
+
+def _assigned_names(statement):
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return set(_bound_names(statement))
+    if isinstance(statement, ast.Assign):
+        return {t.id for t in statement.targets if isinstance(t, ast.Name)}
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+        return {statement.target.id}
+    return set()
 
 
 _LOADING = {}  # file -> module, for the files loaded without running them

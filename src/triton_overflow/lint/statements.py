@@ -31,9 +31,11 @@ def error_line(error):
 
 
 def is_safe_expression(node, lambdas=False):
-    """A literal, a container of them, or ``tl.constexpr(...)`` / ``triton.Config(...)`` of
-    them (and, with ``lambdas``, lambdas, which run nothing until called): what can be
-    evaluated without running the file's own code."""
+    """A literal, a container of them, a name in Triton's own modules, or a call of
+    ``tl.constexpr(...)`` / ``triton.Config(...)`` or of Triton's own API
+    (``triton.runtime.jit.constexpr_function(core.get_int_dtype)``) on them (and, with
+    ``lambdas``, lambdas, which run nothing until called): what can be evaluated without
+    running the file's own code."""
     try:
         ast.literal_eval(node)
         return True
@@ -55,9 +57,14 @@ def is_safe_expression(node, lambdas=False):
                    is_safe_expression(v, lambdas) for k, v in zip(node.keys, node.values))
     if isinstance(node, ast.Call):
         name = standins._dotted(node.func) or ""
-        return name.split(".")[-1] in ("constexpr", "Config") and \
+        return (name.split(".")[-1] in ("constexpr", "Config") or
+                name.split(".")[0] in _TRITON_ROOTS and "." in name) and \
             all(is_safe_expression(a, lambdas) for a in node.args) and \
             all(k.arg and is_safe_expression(k.value, lambdas) for k in node.keywords)
     if isinstance(node, ast.Attribute):
-        return (standins._dotted(node) or "").split(".")[0] in ("tl", "triton", "language")
+        return (standins._dotted(node) or "").split(".")[0] in _TRITON_ROOTS
     return False
+
+
+# The names a kernel file reaches Triton's own modules by (``core``: ``triton.language.core``).
+_TRITON_ROOTS = ("tl", "triton", "language", "core")
