@@ -11,6 +11,7 @@ import pytest
 
 from tests.lint_cli import ROOT, WITHOUT_INTERPRETER, run_lint
 from triton_overflow import triton_versions
+from triton_overflow.lint import arithmetic
 
 PLANTED = ROOT / "tests" / "planted"
 FINDING = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+): (?P<level>error|warning|note): "
@@ -650,6 +651,27 @@ def test_a_flag_the_launcher_sets_from_a_size_guards_only_its_own_int32_branch(
     made = found["block * 4"]
     assert made["level"] == ("warning" if guards else "error"), made
     assert ("it makes the int32 index" in made["why"]) != guards, made["why"]
+
+
+@pytest.mark.parametrize("text, kinds, expected", [
+    ("2**31 - 1 - 1024", (int,), 2**31 - 1025),
+    ("LIMIT // 2", (int,), 2**30),
+    ("requests * (drafts + 1) * vocab / 32", (int, float), 1024 * 16 * 262144 / 32),
+    ("-1", (int,), -1),
+    ("1 << 100", (int,), None),     # a shift or a power past 64 is no size
+    ("2 ** -1", (int,), None),
+    ("n // 0", (int,), None),
+    ("n / 2", (int,), None),        # an exact division, where only ints are read
+    ("x.numel()", (int,), None),    # a call runs code: unread
+    ("size", (int,), None),         # a name no number is bound to
+    ("True + 1", (int,), None),
+    ("2.5", (int,), None),
+])
+def test_arithmetic_is_read_as_written_without_running_it(text, kinds, expected):
+    """One reader for an envelope's shapes and a launcher's limits: literals, named numbers,
+    + - * / // ** <<, and nothing that runs code or takes long."""
+    names = {"LIMIT": 2**31, "n": 10, "requests": 1024, "drafts": 15, "vocab": 262144}
+    assert arithmetic.value(ast.parse(text, mode="eval").body, names, kinds) == expected
 
 
 UNSIGNED_KERNEL = """

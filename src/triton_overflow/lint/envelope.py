@@ -26,10 +26,11 @@ alone.
 
 import ast
 import fnmatch
-import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from triton_overflow.lint import arithmetic
 
 INT32_LIMIT = 2**31
 
@@ -113,9 +114,6 @@ SHAPE_ALONE = "none"
 # What a product indexes when no pointer argument does: an address loaded from a table, or an
 # index that is divided or taken a remainder of before it reaches an address.
 _UNNAMED = "a tensor no argument names"
-
-_OPERATORS = {ast.Mult: operator.mul, ast.Add: operator.add, ast.Sub: operator.sub,
-              ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow}
 
 
 class EnvelopeError(ValueError):
@@ -256,18 +254,16 @@ def _is_kv_cache(name):
 
 
 def _evaluate(node, dimensions, shape):
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return node.value
-    if isinstance(node, ast.Name):
-        if node.id not in dimensions:
-            raise EnvelopeError(f"the shape `{shape}` names `{node.id}`, which is no dimension "
-                                f"of the envelope ({', '.join(sorted(dimensions))})")
-        return dimensions[node.id]
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-        return _OPERATORS[type(node.op)](_evaluate(node.left, dimensions, shape),
-                                         _evaluate(node.right, dimensions, shape))
-    raise EnvelopeError(f"cannot read the shape `{shape}`: write it with dimensions, numbers, "
-                        f"+, -, *, / and **")
+    unknown = [n.id for n in sorted((n for n in ast.walk(node) if isinstance(n, ast.Name)),
+                                    key=lambda n: n.col_offset) if n.id not in dimensions]
+    if unknown:
+        raise EnvelopeError(f"the shape `{shape}` names `{unknown[0]}`, which is no dimension "
+                            f"of the envelope ({', '.join(sorted(dimensions))})")
+    number = arithmetic.value(node, dimensions, kinds=(int, float))
+    if number is None:
+        raise EnvelopeError(f"cannot read the shape `{shape}`: write it with dimensions, "
+                            f"numbers, +, -, *, / and **")
+    return number
 
 
 def chosen(given=None, shape_alone=False, start=None):

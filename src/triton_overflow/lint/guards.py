@@ -17,15 +17,12 @@ tuning threshold such as ``M <= 16``).
 
 import ast
 import functools
-import operator
 from dataclasses import dataclass, replace
 
+from triton_overflow.lint import arithmetic
 from triton_overflow.lint.levels import ERROR, WARNING
 from triton_overflow.lint.ranges import INT32_LIMIT
 from triton_overflow.lint.syntax import segment, source_tree
-
-_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-               ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.FloorDiv: operator.floordiv}
 
 
 @dataclass(frozen=True)
@@ -140,7 +137,7 @@ def _small_when_true(compare, constants):
     threshold, ``M <= 16``, bounds one size, not the tensors a branch indexes)."""
     if len(compare.ops) != 1:
         return None
-    limit = _number(compare.comparators[0], constants)
+    limit = arithmetic.value(compare.comparators[0], constants)
     if limit is None:
         return None
     op = type(compare.ops[0])
@@ -151,27 +148,6 @@ def _small_when_true(compare, constants):
     return op in (ast.Lt, ast.LtE)
 
 
-def _number(node, constants):
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and \
-            not isinstance(node.value, bool):
-        return node.value
-    if isinstance(node, ast.Name):
-        return constants.get(node.id)
-    if isinstance(node, ast.Attribute):  # torch.iinfo(torch.int32).max and the like: unread
-        return None
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _number(node.operand, constants)
-        return None if inner is None else -inner
-    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
-        left, right = _number(node.left, constants), _number(node.right, constants)
-        if left is None or right is None or \
-                isinstance(node.op, (ast.Pow, ast.LShift)) and not 0 <= right <= 64 or \
-                isinstance(node.op, ast.FloorDiv) and right == 0:
-            return None
-        return _ARITHMETIC[type(node.op)](left, right)
-    return None
-
-
 def _module_numbers(tree, namespace):
     """{name: int} of the module's names bound to a number: by the file's own top-level
     assignments, else by the loaded module's namespace."""
@@ -180,7 +156,7 @@ def _module_numbers(tree, namespace):
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
                 isinstance(node.targets[0], ast.Name):
-            number = _number(node.value, numbers)
+            number = arithmetic.value(node.value, numbers)
             if number is not None:
                 numbers[node.targets[0].id] = number
     return numbers
