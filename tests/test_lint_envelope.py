@@ -182,6 +182,7 @@ def test_a_team_names_its_own_large_tensors(kernel, tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("[envelope]\ntokens = -1\n", "must be a positive integer"),
     ("[envelope]\n[envelope.tensors]\n'x' = 'rows * cols'\n", "names `rows`"),
+    ("[envelope]\n[envelope.tensors]\n'x' = 'tokens / 0'\n", "cannot read the shape"),
     ("[envelope\n", "not valid TOML"),
     ("[other]\n", "has no [envelope]"),
     ("[envelope]\npreset = 'inference'\n", "one of serving, training"),
