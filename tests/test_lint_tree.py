@@ -362,3 +362,32 @@ def test_names_a_try_binds_from_triton_are_bound_without_running_the_file(tmp_pa
     assert not report["not_checked"], report["not_checked"]
     [kernel] = report["kernels"]
     assert {f["product"] for f in kernel["findings"]} == {"row * stride"}, kernel
+
+
+BUILTIN_STAND_IN = '''
+import triton
+import triton.language as tl
+
+if not hasattr(tl, "gather"):
+    @triton.jit
+    def gather(src, index, axis, _builder=None):
+        return None
+else:
+    gather = tl.gather
+
+
+@triton.jit
+def rows_kernel(x_ptr, stride, BLOCK: tl.constexpr = 128):
+    row = tl.program_id(0)
+    tl.store(x_ptr + row * stride + tl.arange(0, BLOCK), 1.0)
+'''
+
+
+def test_a_jit_function_taking_a_builtins_builder_is_a_helper_not_a_kernel(tmp_path):
+    """An engine's stand-in for a Triton builtin its Triton may lack (``def gather(src, index,
+    axis, _builder=None)``, defined in the branch not taken) is called by kernels, never
+    launched: it is not a kernel that could not be checked."""
+    (tmp_path / "op.py").write_text(BUILTIN_STAND_IN)
+    report = _report(run_lint("op.py", "--format", "json", cwd=tmp_path))
+    assert not report["not_checked"], report["not_checked"]
+    assert [k["kernel"] for k in report["kernels"]] == ["rows_kernel"], report["kernels"]

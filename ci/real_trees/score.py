@@ -133,7 +133,8 @@ def _timed(command, root, environment):
 
 def _declared_kernels(root, paths):
     """The Triton jit functions the paths declare that no other jit function calls (of their
-    file, or of another through an import): the kernels, read from the sources alone."""
+    file, or of another through an import) and that take no builtin's ``_builder``: the
+    kernels, read from the sources alone."""
     from triton_overflow.lint import discover
     from triton_overflow.lint.jit_functions import declared_jit_functions
     files, _ = discover.files_under([str(Path(root, base)) for base in paths])
@@ -152,7 +153,9 @@ def _declared_kernels(root, paths):
         names = {f.name for f in functions}
         called = {node.id for f in functions for node in ast.walk(f)
                   if isinstance(node, ast.Name) and node.id in names and node.id != f.name}
-        count += sum(1 for f in functions if f.name not in called | across.get(file, set()))
+        count += sum(1 for f in functions if f.name not in called | across.get(file, set())
+                     and not discover.BUILTIN_PARAMETERS & {a.arg for a in f.args.args +
+                                                            f.args.kwonlyargs})
     return count
 
 

@@ -300,9 +300,15 @@ def dotted_name(file):
     return None
 
 
+# What Triton passes its own builtins: a jit function taking one (``def gather(src, index,
+# axis, _builder=None)``, a stand-in for ``tl.gather``) is a helper for kernels to call.
+BUILTIN_PARAMETERS = frozenset({"_builder", "_semantic"})
+
+
 def _kernels_of(module, file):
     """(launched kernels, (name, first line) of helpers) among the module's jit functions: a
-    helper is one that another jit function of the module names."""
+    helper is one that another jit function of the module names, or that takes what Triton
+    passes its builtins (``_builder``)."""
     file = Path(file).resolve()
     entries = []  # (attribute, wrapper, jit)
     values = list(vars(module).items()) + list(vars(module).get(loader.EXTRA, []))
@@ -331,7 +337,8 @@ def _kernels_of(module, file):
     kernels, helpers = [], set()
     for attribute, wrapper, jit in sorted(entries, key=lambda e: (e[2].fn.__code__.co_firstlineno)):
         line = jit.fn.__code__.co_firstlineno
-        if attribute in called or jit.fn.__name__ in called:
+        if attribute in called or jit.fn.__name__ in called or \
+                BUILTIN_PARAMETERS & {p.name for p in jit.params}:
             helpers.add((jit.fn.__name__, line))
             continue
         kernels.append(Kernel(jit=jit, name=jit.fn.__name__, file=str(file), line=line,
