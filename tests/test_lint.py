@@ -653,6 +653,50 @@ def test_a_flag_the_launcher_sets_from_a_size_guards_only_its_own_int32_branch(
     assert ("it makes the int32 index" in made["why"]) != guards, made["why"]
 
 
+DISPATCHED_FLAG = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def window_kernel(x_ptr, stride, OVERLAP: tl.constexpr, RATIO: tl.constexpr):
+    row = tl.program_id(0)
+    tokens = tl.arange(0, (1 + OVERLAP) * RATIO)
+    tl.store(x_ptr + row * stride + tokens, 1.0)
+    tl.store(x_ptr + row * stride + tl.arange(0, RATIO // 2), 0.0)
+
+
+@triton.jit
+def wide_window_kernel(x_ptr, stride, OVERLAP: tl.constexpr, RATIO: tl.constexpr):
+    row = tl.program_id(0)
+    tokens = tl.arange(0, (1 + OVERLAP) * RATIO * 2)
+    tl.store(x_ptr + row * stride + tokens, 2.0)
+
+
+def compress(x, ratio: int, overlap: bool, wide: bool):
+    if wide:
+        kernel = wide_window_kernel
+    else:
+        kernel = window_kernel
+    kernel[(x.shape[0],)](x, x.stride(0), OVERLAP=overlap, RATIO=ratio)
+"""
+
+
+@pytest.mark.parametrize("no_exec", [False, True], ids=["default", "no-exec"])
+def test_a_constexpr_every_launch_sets_to_a_bool_is_a_flag(tmp_path, no_exec):
+    """``OVERLAP=overlap`` with ``overlap: bool`` in the launcher, through a local the
+    launcher sets to either kernel: ``OVERLAP`` is 0 or 1, so ``(1 + OVERLAP) * RATIO`` is a
+    power of two both ways, where guessed sizes (16, or any one value for both) make
+    ``(1 + v) * v``, which no ``tl.arange`` takes past ``v = 1``, and ``RATIO // 2`` needs
+    ``RATIO >= 2``."""
+    done = run_lint(_write(tmp_path, "window.py", DISPATCHED_FLAG), "--format", "json",
+                    *(["--no-exec"] if no_exec else []))
+    report = json.loads(done.stdout)
+    assert not report["not_checked"], report["not_checked"]
+    assert {k["kernel"]: {f["product"] for f in k["findings"]} for k in report["kernels"]} == {
+        "window_kernel": {"row * stride"}, "wide_window_kernel": {"row * stride"}}
+
+
 @pytest.mark.parametrize("text, kinds, expected", [
     ("2**31 - 1 - 1024", (int,), 2**31 - 1025),
     ("LIMIT // 2", (int,), 2**30),

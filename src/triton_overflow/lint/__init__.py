@@ -22,7 +22,7 @@ from pathlib import Path
 from triton_overflow.lint import discover
 from triton_overflow.lint.analysis import Finding, find_products, with_roots_of_errors
 from triton_overflow.lint.envelope import judged
-from triton_overflow.lint.guards import guarded, launcher_guards
+from triton_overflow.lint.guards import guarded, launched_flags, launcher_guards
 from triton_overflow.lint.ir import build_graph, compile_ttir, quiet
 from triton_overflow.lint.levels import ERROR, LEVELS, NOTE, WARNING
 from triton_overflow.lint.signature import VariantSearch, plan
@@ -112,7 +112,8 @@ def _check_kernel(kernel, facts, verify_fixes, envelope,
                   returning="its first argument (each argument, where a call unpacks it)"):
     kernel_plan = plan(kernel.jit, kernel.configs,
                        pointee=envelope.pointee if envelope is not None else None,
-                       heuristics=kernel.heuristics)
+                       heuristics=kernel.heuristics,
+                       flags=launched_flags(kernel.file, kernel.name))
     types, first_error, compiled = _first_compiling_types(kernel, kernel_plan)
     for start in _other_starts(kernel_plan) if compiled is None else ():
         found_types, _, compiled = _first_compiling_types(kernel, start, TYPINGS_PER_START)

@@ -65,18 +65,49 @@ def guarded(findings, guards, constexprs):
             if f.level == ERROR else f for f in findings]
 
 
+def launched_flags(file, kernel_name):
+    """The constexprs every launch of ``kernel_name`` in ``file`` sets to a bool: ``True`` or
+    ``False``, a comparison, a ``not``, or a parameter of the launcher annotated ``bool``
+    (``OVERLAP=overlap`` in ``def launch(..., overlap: bool)``). Each is a flag, checked both
+    ways, whatever arithmetic the kernel does with it (``(1 + OVERLAP) * RATIO``)."""
+    launches = _launch_flags(file).get(kernel_name, [])
+    by_flag = {}
+    for flag, value, _ in launches:
+        by_flag.setdefault(flag, []).append(value)
+    return {flag for flag, values in by_flag.items()
+            if len(values) == len({line for _, _, line in launches}) and all(
+                _is_bool(value) for value in values)}
+
+
+def _is_bool(value):
+    return isinstance(value, ast.Constant) and isinstance(value.value, bool) or \
+        isinstance(value, ast.Compare) or \
+        isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not) or \
+        isinstance(value, _BoolParameter)
+
+
+@dataclass(frozen=True)
+class _BoolParameter:
+    """A launcher's parameter annotated ``bool``, as a launch keyword's value."""
+    name: str
+
+
 @functools.lru_cache(maxsize=256)
 def _launch_flags(file):
     """{kernel name: [(keyword, its value, line of the launch)]} of every ``kernel[grid](...)``
-    or ``module.kernel[grid](...)`` inside a function of ``file``, a keyword given by a name
-    the function assigns once read as that assignment's value: one walk per file, for all of
-    its kernels."""
+    or ``module.kernel[grid](...)`` inside a function of ``file`` (and of each kernel a local
+    it launches was set to: ``kernel = _attn_kernel if ... else _mla_kernel``), a keyword given
+    by a name the function assigns once read as that assignment's value, by a parameter
+    annotated ``bool`` as such: one walk per file, for all of its kernels."""
     tree = source_tree(file)
     launches = {}
     for function in ast.walk(tree) if tree is not None else ():
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         assigned = _assigned_once(function)
+        dispatched = _names_assigned_to(function)
+        bools = {a.arg for a in function.args.args + function.args.kwonlyargs
+                 if isinstance(a.annotation, ast.Name) and a.annotation.id == "bool"}
         for call in ast.walk(function):
             name = _launched_name(call)
             if name is None:
@@ -87,8 +118,26 @@ def _launch_flags(file):
                 value = keyword.value
                 if isinstance(value, ast.Name) and value.id in assigned:
                     value = assigned[value.id]
-                launches.setdefault(name, []).append((keyword.arg, value, call.lineno))
+                elif isinstance(value, ast.Name) and value.id in bools:
+                    value = _BoolParameter(value.id)
+                for launched in {name} | dispatched.get(name, set()):
+                    launches.setdefault(launched, []).append((keyword.arg, value, call.lineno))
     return launches
+
+
+def _names_assigned_to(function):
+    """{local: the names it is set to} for the locals ``function`` sets to a name or to either
+    name of a conditional expression, however many times (``kernel = _a_kernel`` in one branch,
+    ``kernel = _b_kernel`` in another)."""
+    names = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) \
+                else [node.value]
+            names.setdefault(node.targets[0].id, set()).update(
+                v.id for v in values if isinstance(v, ast.Name))
+    return names
 
 
 def _launched_name(call):

@@ -90,14 +90,16 @@ class VariantSearch:
         return _dedup([variant for variant in grid if variant not in self.first_round])
 
 
-def plan(jit_function, configs=None, pointee=None, heuristics=None):
+def plan(jit_function, configs=None, pointee=None, heuristics=None, flags=()):
     """The ``Plan`` of a ``JITFunction``; ``configs`` are autotune configs (``.kwargs``);
     ``pointee(name)`` gives the element type a deployment states for a pointer, or None;
     ``heuristics`` (``@triton.heuristics``' functions by constexpr) give the sizes tried first
-    where the guessed ones do not compile."""
+    where the guessed ones do not compile; ``flags`` are the constexprs its launches set to a
+    bool (``guards.launched_flags``)."""
     tree = function_tree(jit_function)
     params = [p.name for p in jit_function.params]
     usage = Usage(tree, params, jit_function.fn.__globals__)
+    usage.flags |= set(flags) & set(params)
     defaults = _defaults(jit_function)
     config_values = dict(getattr(configs[0], "kwargs", {}) or {}) if configs else {}
     types, constexprs, choices = {}, {}, {}
