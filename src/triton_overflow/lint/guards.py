@@ -48,7 +48,7 @@ def launcher_guards(file, kernel_name, namespace=None):
     """The ``Guard``s of ``kernel_name``'s launches in ``file``: each keyword flag whose value
     is a size test (directly, through a conditional expression, or through a name the
     launcher assigns once)."""
-    flags = _launch_flags(file).get(kernel_name)
+    flags = _launch_keywords(file).get(kernel_name)
     if not flags:
         return []
     constants = _module_numbers(source_tree(file), namespace or {})
@@ -70,7 +70,7 @@ def launched_flags(file, kernel_name):
     ``False``, a comparison, a ``not``, or a parameter of the launcher annotated ``bool``
     (``OVERLAP=overlap`` in ``def launch(..., overlap: bool)``). Each is a flag, checked both
     ways, whatever arithmetic the kernel does with it (``(1 + OVERLAP) * RATIO``)."""
-    launches = _launch_flags(file).get(kernel_name, [])
+    launches = _launch_keywords(file).get(kernel_name, [])
     by_flag = {}
     for flag, value, _ in launches:
         by_flag.setdefault(flag, []).append(value)
@@ -93,7 +93,7 @@ class _BoolParameter:
 
 
 @functools.lru_cache(maxsize=256)
-def _launch_flags(file):
+def _launch_keywords(file):
     """{kernel name: [(keyword, its value, line of the launch)]} of every ``kernel[grid](...)``
     or ``module.kernel[grid](...)`` inside a function of ``file`` (and of each kernel a local
     it launches was set to: ``kernel = _attn_kernel if ... else _mla_kernel``), a keyword given

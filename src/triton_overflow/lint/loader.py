@@ -198,7 +198,8 @@ def _bind_try_without_running(statement, file, module, left_out):
              if name in namespace}
     for handler in statement.handlers:
         for inner in handler.body:
-            if not _assigned_names(inner) or not _assigned_names(inner) <= bound:
+            names = _assigned_names(inner)
+            if not (names and names <= bound):
                 _run_tolerantly(inner, file, module, left_out, execute=False)
     for inner in statement.orelse + statement.finalbody:
         _run_tolerantly(inner, file, module, left_out, execute=False)

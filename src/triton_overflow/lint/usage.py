@@ -227,10 +227,10 @@ class Usage(Addresses):
                 self._forced_int_pointers |= self.bases(arg)
         if helper_param in usage._int_uses:
             self._mark_int(arg)
-        for pointer in self.bases(arg) if helper_param in usage.bitcast_widths else ():
-            self.bitcast_widths.setdefault(pointer, usage.bitcast_widths[helper_param])
-        for pointer in self.bases(arg) if helper_param in usage.dot_pointees else ():
-            self.dot_pointees.setdefault(pointer, usage.dot_pointees[helper_param])
+        for mine, helpers in ((self.bitcast_widths, usage.bitcast_widths),
+                              (self.dot_pointees, usage.dot_pointees)):
+            for pointer in self.bases(arg) if helper_param in helpers else ():
+                mine.setdefault(pointer, helpers[helper_param])
         if helper_param in usage.dtypes:
             self._dtype_names |= _named_dtypes(arg)
         if isinstance(arg, ast.Name) and arg.id in self.params:
